@@ -1,0 +1,210 @@
+"""The compactor protocol and the compactors that need no model.
+
+A compactor takes a context and returns a smaller one. It never changes its
+input: it builds a new context (sharing everything it keeps) and returns the
+very same object when there is nothing to do. The result carries the input's
+compactor, so a context that compacts itself keeps doing so after every add.
+
+``InlineCompactor`` marks the compactors that may ride inside a context
+(``ChatContext(compactor=...)``), because they never call a model on every
+add: :class:`WindowCompactor` calls none, :class:`ThresholdCompactor` calls its
+inner compactor only when the context has grown past a threshold.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from ._boundaries import window_cut
+from ._exceptions import InvalidArgumentError
+from ._pins import PinPredicate, pin_system
+
+if TYPE_CHECKING:
+    from ._backend import Backend
+    from ._context import ChatContext
+
+__all__ = ["Compactor", "InlineCompactor", "ThresholdCompactor", "WindowCompactor"]
+
+
+@runtime_checkable
+class Compactor(Protocol):
+    """Shrinks a context into a new, smaller one.
+
+    Implementations must not modify ``ctx``; they return a new context, or
+    ``ctx`` itself when nothing needs compacting, and the result carries
+    ``ctx``'s compactor.
+    """
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes)."""
+        ...
+
+
+class InlineCompactor(abc.ABC):
+    """Marker base for compactors that may ride inside ``ChatContext(compactor=...)``.
+
+    ``ChatContext.add`` calls ``compact`` after every add, without a backend,
+    so an inline compactor must call no model at all, or only rarely (behind a
+    threshold). Opt in by inheriting; satisfying :class:`Compactor` is not
+    enough.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes)."""
+
+
+def _validate_pin(owner: str, pin_predicate: object) -> None:
+    if not callable(pin_predicate):
+        msg = (
+            f"{owner}: pin_predicate={pin_predicate!r} is not callable; "
+            "pass a function such as pin_system or pin_nothing"
+        )
+        raise InvalidArgumentError(msg)
+
+
+@attrs.define(frozen=True, slots=True)
+class WindowCompactor(InlineCompactor):
+    """Keep the pinned prefix and the last ``size`` body components.
+
+    The prefix is what ``pin_predicate`` protects (by default the leading
+    system messages); ``size`` counts only what follows it. A tool exchange
+    (an assistant tool call and the results answering it) is never split: when
+    the window's edge falls inside one, the window widens to keep the whole
+    exchange, so the result holds the last ``size`` body components or the
+    smallest superset of them that keeps every exchange whole. An exchange
+    still waiting for its results is never dropped.
+
+    Riding inside a context, each add costs O(1) whatever ``size`` is: the
+    oldest body component is dropped by moving a slice bound, not by
+    rebuilding the window.
+
+    Args:
+        size: Body components to keep. ``0`` keeps only the pinned prefix (and
+            any exchange still waiting for results).
+        pin_predicate: Where the protected prefix ends; see
+            :func:`~mellea_ctx.pin_system`.
+
+    Raises:
+        InvalidArgumentError: When ``size`` is not an int >= 0.
+
+    Example:
+        >>> from mellea_ctx import ChatContext, Message
+        >>> ctx = ChatContext(compactor=WindowCompactor(size=1))
+        >>> ctx = ctx.add(Message("system", "Be brief."))
+        >>> for text in ["a", "b", "c"]:
+        ...     ctx = ctx.add(Message("user", text))
+        >>> [c.content for c in ctx.as_list()]
+        ['Be brief.', 'c']
+    """
+
+    size: int
+    pin_predicate: PinPredicate = pin_system
+
+    def __attrs_post_init__(self) -> None:
+        size = self.size
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            msg = (
+                f"WindowCompactor: size={size!r} must be an int >= 0; "
+                "pass 0 to keep only the pinned prefix"
+            )
+            raise InvalidArgumentError(msg)
+        _validate_pin("WindowCompactor", self.pin_predicate)
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``ctx`` cut to its prefix and last ``size`` body components.
+
+        Returns ``ctx`` itself when the body already fits. ``backend`` is unused.
+        """
+        p, k = window_cut(ctx._view(), self.size, self.pin_predicate, loose=ctx._loose)
+        if k <= p:
+            return ctx
+        return ctx._replace(p, k)
+
+
+Measure = Literal["tokens", "usage"]
+
+
+@attrs.define(frozen=True, slots=True)
+class ThresholdCompactor(InlineCompactor):
+    """Run ``inner`` only when the context has grown past ``threshold`` tokens.
+
+    By default the gate reads the context's exact running token total
+    (``ctx.token_count``): O(1) per add (one encode of the added component),
+    no lag, and right after ``inner`` has compacted it reads the new, smaller
+    total, so it does not fire again until the context has really grown back.
+
+    ``measure="usage"`` reads instead the ``total_tokens`` a provider last
+    reported (on a ``ModelOutputThunk``), for provider-exact figures. That
+    reading lags by the components added since the model last answered, and
+    it is discarded by every compaction (it described the longer history), so
+    the gate stays closed until the model reports again.
+
+    Args:
+        inner: The compactor to run; it may be one that calls a model, such as
+            an ``LLMSummarizeCompactor``, since the gate keeps its calls rare.
+        threshold: Fire when the reading exceeds this many tokens. ``0`` or a
+            negative value disables the gate (``inner`` never runs).
+        measure: ``"tokens"`` (exact, the default) or ``"usage"``.
+
+    Raises:
+        InvalidArgumentError: For a non-int threshold, an unknown measure, or an
+            ``inner`` without a ``compact`` method.
+
+    Example:
+        >>> from mellea_ctx import ChatContext, Message, WindowCompactor
+        >>> gate = ThresholdCompactor(WindowCompactor(size=1), threshold=20)
+        >>> ctx = ChatContext(compactor=gate)
+        >>> ctx = ctx.add(Message("user", "short"))
+        >>> ctx = ctx.add(Message("user", "still short"))
+        >>> len(ctx)  # 14 tokens: under the threshold
+        2
+        >>> len(ctx.add(Message("user", "and now the history is over twenty tokens")))
+        1
+    """
+
+    inner: Compactor
+    threshold: int = attrs.field(kw_only=True)
+    measure: Measure = attrs.field(default="tokens", kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if not callable(getattr(self.inner, "compact", None)):
+            msg = (
+                f"ThresholdCompactor: inner={self.inner!r} has no compact() method; "
+                "pass a compactor such as WindowCompactor(size=20)"
+            )
+            raise InvalidArgumentError(msg)
+        threshold = self.threshold
+        if not isinstance(threshold, int) or isinstance(threshold, bool):
+            msg = (
+                f"ThresholdCompactor: threshold={threshold!r} must be an int "
+                "(tokens); pass 0 to disable the gate"
+            )
+            raise InvalidArgumentError(msg)
+        if self.measure not in ("tokens", "usage"):
+            msg = (
+                f"ThresholdCompactor: measure={self.measure!r} must be 'tokens' "
+                "(exact running total) or 'usage' (provider-reported)"
+            )
+            raise InvalidArgumentError(msg)
+
+    def reading(self, ctx: ChatContext) -> int | None:
+        """Return the size the gate compares with ``threshold`` (``None``: no reading yet)."""
+        if self.measure == "tokens":
+            return ctx.token_count
+        return ctx.last_usage_tokens
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""
+        threshold = self.threshold
+        if threshold <= 0:
+            return ctx
+        reading = ctx.token_count if self.measure == "tokens" else ctx.last_usage_tokens
+        if reading is None or reading <= threshold:
+            return ctx
+        return self.inner.compact(ctx, backend=backend)
