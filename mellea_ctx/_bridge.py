@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from ._exceptions import CompactionTimeoutError, InvalidArgumentError
 
-__all__ = ["run_blocking"]
+__all__ = ["bounded", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -39,14 +39,40 @@ T = TypeVar("T")
 _GRACE_SECONDS = 5.0
 
 
-async def _bounded(make: Callable[[], Awaitable[T]], timeout: float | None) -> T:
+async def bounded(
+    make: Callable[[], Awaitable[T]], timeout: float | None, what: str = "the operation"
+) -> T:
+    """Await ``make()``, cancelling it after ``timeout`` seconds.
+
+    Unlike ``asyncio.wait_for``, a ``TimeoutError`` raised by the awaited code
+    itself (say, a backend's own timeout) passes through unchanged: only our
+    own expiry becomes :class:`~mellea_ctx.CompactionTimeoutError`.
+    """
     if timeout is None:
         return await make()
+    task = asyncio.ensure_future(make())
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    handle = asyncio.get_running_loop().call_later(timeout, expire)
     try:
-        return await asyncio.wait_for(make(), timeout)
-    except asyncio.TimeoutError as exc:
-        msg = f"the operation did not finish within timeout={timeout!r} seconds"
-        raise CompactionTimeoutError(msg) from exc
+        return await task
+    except asyncio.CancelledError as exc:
+        if expired:
+            msg = f"{what} did not finish within timeout={timeout!r} seconds"
+            raise CompactionTimeoutError(msg) from exc
+        task.cancel()
+        raise
+    finally:
+        handle.cancel()
+
+
+async def _bounded(make: Callable[[], Awaitable[T]], timeout: float | None) -> T:
+    return await bounded(make, timeout)
 
 
 def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> T:

@@ -32,7 +32,7 @@ import attrs
 
 from ._backend import Backend
 from ._boundaries import is_safe_cut, prefix_end, safe_cut_table
-from ._bridge import run_blocking
+from ._bridge import bounded, run_blocking
 from ._checkpoint import Checkpoint
 from ._compactors import InlineCompactor
 from ._components import Component, Message
@@ -367,13 +367,11 @@ class _Engine:
             Message("user", prompt),
         ]
         try:
-            summary = await asyncio.wait_for(self.generate(chosen, messages), self.settings.timeout)
-        except asyncio.TimeoutError:
-            error: Exception = CompactionTimeoutError(
-                f"{self.owner}: the summary did not arrive within "
-                f"timeout={self.settings.timeout!r} seconds"
+            summary = await bounded(
+                lambda: self.generate(chosen, messages),
+                self.settings.timeout,
+                f"{self.owner}: the summary",
             )
-            return self.fail(ctx, error, started)
         except asyncio.CancelledError:
             self.record(ctx, "cancelled", "the compaction was cancelled", seconds=_since(started))
             raise
