@@ -27,6 +27,13 @@ from ._exceptions import (
     NotInlineCompactorError,
     TokenizerDataError,
 )
+from ._formats import (
+    dump_conversation,
+    from_openai,
+    load_conversation,
+    to_openai,
+    validate_openai,
+)
 from ._pins import (
     PinPredicate,
     pin_nothing,
@@ -66,8 +73,13 @@ __all__ = [
     "Usage",
     "WindowCompactor",
     "default_counter",
+    "dump_conversation",
+    "from_openai",
+    "load_conversation",
     "pin_nothing",
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "to_openai",
+    "validate_openai",
 ]
