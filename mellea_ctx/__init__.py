@@ -42,6 +42,13 @@ from ._exceptions import (
 )
 from ._extractive import ExtractiveBackend
 from ._facts import Fact, FactKind, extract_facts, missing_facts
+from ._formats import (
+    dump_conversation,
+    from_openai,
+    load_conversation,
+    to_openai,
+    validate_openai,
+)
 from ._pins import (
     PinPredicate,
     pin_nothing,
@@ -115,7 +122,10 @@ __all__ = [
     "Usage",
     "WindowCompactor",
     "default_counter",
+    "dump_conversation",
     "extract_facts",
+    "from_openai",
+    "load_conversation",
     "missing_facts",
     "pin_nothing",
     "pin_react_initiator",
@@ -124,5 +134,7 @@ __all__ = [
     "react_summary_prompt",
     "render_conversation",
     "run_blocking",
+    "to_openai",
+    "validate_openai",
     "validate_prompt_template",
 ]

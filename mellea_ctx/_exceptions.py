@@ -6,7 +6,8 @@ so ``except ValueError`` keeps working for code that does not know us::
     MelleaCtxError
     ├── InvalidComponentError        (ValueError)   a component field is wrong
     ├── InvalidArgumentError         (ValueError)   a function or constructor argument is wrong
-    ├── InvalidContextError          (ValueError)   a history breaks a provider's rules
+    ├── InvalidContextError          (ValueError)   a history or transcript file breaks a
+    │                                               provider's rules or format
     ├── NotInlineCompactorError      (TypeError)    a compactor that may not ride inside a context
     ├── TokenizerDataError           (RuntimeError) the offline BPE data is missing or corrupt
     ├── BackendError                 (RuntimeError) a model call failed
@@ -61,7 +62,11 @@ class InvalidArgumentError(MelleaCtxError, ValueError):
 
 
 class InvalidContextError(MelleaCtxError, ValueError):
-    """A history breaks a provider's rules, such as a tool result without its call."""
+    """A history breaks a provider's rules (a tool result without its call, an unknown role).
+
+    Also raised for a transcript that cannot be read as one, such as a file
+    that is not valid JSON; the message names the file, line or message, and field.
+    """
 
 
 class NotInlineCompactorError(MelleaCtxError, TypeError):
