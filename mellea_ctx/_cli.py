@@ -1,9 +1,12 @@
 """The ``mellea-ctx`` command line.
 
 ``mellea-ctx compact`` reads a transcript of OpenAI Chat Completions messages
-(a JSON array or JSONL), keeps the pinned prefix and the last ``--window``
-messages with a :class:`~mellea_ctx.WindowCompactor`, and writes the result
-in the same format. Everything it reports goes to stderr, so stdout carries
+(a JSON array or JSONL), compacts it with one strategy (``--window``: keep the
+last N messages; ``--budget``: summarize older dialogue to fit a token budget;
+``--summarize``: summarize all but the last few messages) and writes the
+result in the same format. Summaries come from the offline
+:class:`~mellea_ctx.ExtractiveBackend`, so every strategy works without a key
+or a network. Everything it reports goes to stderr, so stdout carries
 only the conversation.
 
 Exit codes: 0 on success, 2 for a usage error or input the command cannot
@@ -21,9 +24,10 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from ._boundaries import prefix_end
-from ._compactors import WindowCompactor
+from ._compactors import Compactor, WindowCompactor
 from ._context import ChatContext
 from ._exceptions import InvalidContextError
+from ._extractive import ExtractiveBackend
 from ._formats import (
     _atomic_write,
     _detect,
@@ -35,6 +39,8 @@ from ._formats import (
     to_openai,
 )
 from ._pins import PinPredicate, pin_nothing, pin_system, pin_system_and_initial_user
+from ._records import CompactionRecord
+from ._summarize import LLMSummarizeCompactor, TokenBudgetCompactor
 
 __all__ = ["main"]
 
@@ -61,17 +67,25 @@ Conversations are OpenAI Chat Completions messages, as a JSON array or as JSONL
 (one message per line)."""
 
 _COMPACT_DESCRIPTION = """\
-Keep the pinned prefix and the last N messages of a conversation.
+Compact a conversation with one of three strategies:
+
+  --window N        keep the pinned prefix and the last N messages
+  --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
+                    keeping at least --keep-recent tokens of recent model steps
+  --summarize       summarize everything but the last --keep messages
 
 A tool exchange (an assistant message with tool calls and the results that
-answer it) is never split: when the window's edge falls inside one, the window
-widens to keep it whole. The result is written in the input's format to OUT, or
-to stdout; one summary line goes to stderr."""
+answer it) is never split. Summaries are extractive and made offline (the most
+informative sentences, verbatim, plus every exact detail): no key, no network.
+The result is written in the input's format to OUT, or to stdout; one summary
+line goes to stderr."""
 
 _COMPACT_EPILOG = """\
 examples:
   mellea-ctx compact chat.json --window 20 -o chat.small.json
   mellea-ctx compact run.jsonl --window 10 --pin system+user > run.small.jsonl
+  mellea-ctx compact run.json --budget 4000 --keep-recent 1000 -o run.small.json
+  mellea-ctx compact run.json --summarize --keep 6 -o run.small.json
   mellea-ctx compact --window 10     # try it on the bundled sample conversation
 
 exit status: 0 on success, 2 for a usage error or input that cannot be used
@@ -91,6 +105,17 @@ def _window(text: str) -> int:
         msg = f"{text!r} is not an int >= 0; pass 0 to keep only the pinned prefix"
         raise argparse.ArgumentTypeError(msg)
     return size
+
+
+def _tokens(text: str) -> int:
+    try:
+        tokens = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        tokens = 0
+    if tokens <= 0:
+        msg = f"{text!r} is not a positive number of tokens"
+        raise argparse.ArgumentTypeError(msg)
+    return tokens
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,13 +143,44 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the conversation to read ('-' for stdin; default: the bundled sample)",
     )
-    compact.add_argument(
+    strategy = compact.add_mutually_exclusive_group(required=True)
+    strategy.add_argument(
         "-w",
         "--window",
         type=_window,
-        required=True,
         metavar="N",
         help="messages to keep after the pinned prefix (more when a tool exchange needs it)",
+    )
+    strategy.add_argument(
+        "--budget",
+        type=_tokens,
+        metavar="TOKENS",
+        help="summarize older dialogue when the conversation is over TOKENS tokens",
+    )
+    strategy.add_argument(
+        "--summarize",
+        action="store_true",
+        help="summarize all but the last --keep messages into one checkpoint",
+    )
+    compact.add_argument(
+        "--keep-recent",
+        type=_tokens,
+        metavar="TOKENS",
+        help="with --budget: recent dialogue kept verbatim, in whole steps (default: TOKENS/4)",
+    )
+    compact.add_argument(
+        "--keep",
+        type=_window,
+        default=6,
+        metavar="N",
+        help="with --summarize: recent messages kept verbatim (default: 6)",
+    )
+    compact.add_argument(
+        "--boundary",
+        choices=("model_step", "user_turn"),
+        default="model_step",
+        help="with --budget: keep whole model steps (default; suits agent runs, which are "
+        "one long user turn) or whole user turns",
     )
     compact.add_argument(
         "--pin",
@@ -192,6 +248,36 @@ def _write(data: bytes, output: str | None, stdout: TextIO) -> None:
         raise _UsageError(f"cannot write {output}: {reason}") from exc
 
 
+def _compactor(
+    args: argparse.Namespace, pin: PinPredicate, records: list[CompactionRecord]
+) -> Compactor:
+    if args.window is not None:
+        return WindowCompactor(size=args.window, pin_predicate=pin)
+    backend = ExtractiveBackend()
+    if args.budget is not None:
+        return TokenBudgetCompactor(
+            max_tokens=args.budget,
+            keep_recent_tokens=args.keep_recent,
+            boundary=args.boundary,
+            default_backend=backend,
+            pin_predicate=pin,
+            on_record=records.append,
+        )
+    return LLMSummarizeCompactor(
+        default_backend=backend, keep_n=args.keep, pin_predicate=pin, on_record=records.append
+    )
+
+
+def _describe(record: CompactionRecord) -> str:
+    if record.outcome == "applied":
+        carried = len(record.facts_carried)
+        return (
+            f"; {record.removed} messages summarized into one checkpoint, "
+            f"{len(record.facts_checked)} exact details checked, {carried} carried over"
+        )
+    return f"; nothing compacted: {record.reason}"
+
+
 def _compact(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     transcript, source = _read_input(args.file, stdin, stderr)
     _check(transcript, source)
@@ -199,7 +285,8 @@ def _compact(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
     ctx = ChatContext()
     for component in transcript.components:
         ctx = ctx.add(component)
-    compacted = WindowCompactor(size=args.window, pin_predicate=pin).compact(ctx)
+    records: list[CompactionRecord] = []
+    compacted = _compactor(args, pin, records).compact(ctx)
     kept = compacted.as_list()
     broken = _problems(kept)
     if broken:
@@ -222,10 +309,14 @@ def _compact(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: Te
         f"{len(ctx):,} -> {len(kept):,} messages, "
         f"{ctx.token_count:,} -> {compacted.token_count:,} tokens ({encoding}), {pairs}"
     )
-    body = len(kept) - prefix_end(kept, pin)
-    if compacted is ctx:
+    if records:
+        summary += _describe(records[-1])
+    elif args.window is None:
+        summary += "; already within the budget" if args.budget else "; nothing to summarize"
+    elif compacted is ctx:
         summary += f"; already within --window {args.window}"
-    elif body > args.window:
+    elif len(kept) - prefix_end(kept, pin) > args.window:
+        body = len(kept) - prefix_end(kept, pin)
         summary += f"; window widened to {body}: tool exchanges are kept whole"
     print(summary, file=stderr)
     return _EXIT_OK

@@ -247,6 +247,43 @@ BAD_INPUTS = [
 ]
 
 
+class TestSummarizingStrategies:
+    """--budget and --summarize work offline, on the extractive backend."""
+
+    def test_summarize_sample(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """--summarize keeps the system prompt, one checkpoint, and the last --keep messages."""
+        out = tmp_path / "s.json"
+        _, err = run(capsys, "compact", "--summarize", "--keep", "4", "-o", str(out))
+        written = json.loads(out.read_text(encoding="utf-8"))
+        original = json.loads(SAMPLE.read_text(encoding="utf-8"))
+        assert written[0] == original[0]
+        assert written[1]["role"] == "user"
+        assert written[1]["content"].startswith("[Checkpoint: earlier conversation, compacted]")
+        assert written[-3:] == original[-3:]
+        assert validate_openai(from_openai(written)) == []
+        line = SUMMARY.match(err[-1])
+        assert line is not None
+        assert number(line["tokens_after"]) < number(line["tokens_before"])
+        assert "messages summarized into one checkpoint" in err[-1]
+
+    def test_budget_fits(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """--budget brings a real agent transcript under the budget, tool pairs intact."""
+        source = CORPUS / "claudecode_opus46_session_precompact.openai.json"
+        if not source.exists():
+            pytest.skip(f"the shared corpus is not at {CORPUS}")
+        out = tmp_path / "b.json"
+        _, err = run(capsys, "compact", str(source), "--budget", "20000", "-o", str(out))
+        written = json.loads(out.read_text(encoding="utf-8"))
+        assert tokens(written) <= 20_000
+        assert validate_openai(from_openai(written)) == []
+        assert "exact details checked" in err[-1]
+
+    def test_budget_already_met(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Under the budget nothing is summarized, and the line says so."""
+        _, err = run(capsys, "compact", "--budget", "1000000", "-o", str(tmp_path / "x.json"))
+        assert err[-1].endswith("; already within the budget")
+
+
 class TestCompactErrors:
     """Bad input gives one error line, exit status 2, and writes nothing."""
 
@@ -299,7 +336,9 @@ class TestCompactErrors:
     @pytest.mark.parametrize(
         ("argv", "expected"),
         [
-            (["compact"], "the following arguments are required: -w/--window"),
+            (["compact"], "one of the arguments -w/--window --budget --summarize is required"),
+            (["compact", "-w", "3", "--summarize"], "not allowed with argument -w/--window"),
+            (["compact", "--budget", "0"], "argument --budget: '0' is not a positive number"),
             (["compact", "--window", "-1"], "argument -w/--window: '-1' is not an int >= 0"),
             (["compact", "--window", "ten"], "argument -w/--window: 'ten' is not an int >= 0"),
             (["compact", "-w", "1", "--pin", "all"], "argument --pin: invalid choice: 'all'"),
