@@ -5,6 +5,8 @@ The public API lives here; implementation modules are private (``_name.py``).
 
 from __future__ import annotations
 
+from ._anthropic_backend import AnthropicBackend
+from ._anthropic_format import from_anthropic, to_anthropic
 from ._backend import Backend, ScriptedBackend, ScriptedReply
 from ._bridge import run_blocking
 from ._checkpoint import CHECKPOINT_HEADER, Checkpoint
@@ -49,6 +51,7 @@ from ._formats import (
     to_openai,
     validate_openai,
 )
+from ._openai_backend import OpenAIBackend
 from ._pins import (
     PinPredicate,
     pin_nothing,
@@ -73,6 +76,7 @@ __all__ = [
     "CHECKPOINT_HEADER",
     "DEFAULT_PROMPT_TEMPLATE",
     "REPLY_PRIMING_TOKENS",
+    "AnthropicBackend",
     "Backend",
     "BackendConnectionError",
     "BackendError",
@@ -101,6 +105,7 @@ __all__ = [
     "Message",
     "ModelOutputThunk",
     "NotInlineCompactorError",
+    "OpenAIBackend",
     "Outcome",
     "PinPredicate",
     "RateLimitError",
@@ -124,6 +129,7 @@ __all__ = [
     "default_counter",
     "dump_conversation",
     "extract_facts",
+    "from_anthropic",
     "from_openai",
     "load_conversation",
     "missing_facts",
@@ -134,6 +140,7 @@ __all__ = [
     "react_summary_prompt",
     "render_conversation",
     "run_blocking",
+    "to_anthropic",
     "to_openai",
     "validate_openai",
     "validate_prompt_template",
