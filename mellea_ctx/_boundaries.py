@@ -87,10 +87,14 @@ def safe_cut_table(items: Sequence[Component]) -> list[bool]:
 
 def is_safe_cut(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
     """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history."""
+    return _safe(items, len(items), k, table)
+
+
+def _safe(items: Sequence[Component], n: int, k: int, table: list[bool] | None) -> bool:
     if table is not None:
         return table[k]
-    if k < len(items):
-        return not is_tool_result(items[k])
+    if k < n:
+        return items[k].tool_call_id is None  # not a tool result
     return not _trailing_exchange_is_open(items)
 
 
@@ -114,7 +118,7 @@ def prefix_end(
             f"it must return an int between 0 and {n}"
         )
         raise InvalidArgumentError(msg)
-    while end < n and not is_safe_cut(items, end, table):
+    while end < n and not _safe(items, n, end, table):
         end += 1
     return end
 
@@ -133,13 +137,15 @@ def window_cut(
     exchange is kept whole: the result is the smallest safe superset of the
     last ``size``. ``k == p`` means nothing can be dropped.
     """
+    n = len(items)
+    if n <= size:
+        return 0, 0  # fits even with nothing pinned: no need to ask the predicate
     table = safe_cut_table(items) if loose else None
     p = prefix_end(items, pin_predicate, table)
-    n = len(items)
     if n - p <= size:
         return p, p
     k = n - size
-    while k > p and not is_safe_cut(items, k, table):
+    while k > p and not _safe(items, n, k, table):
         k -= 1
     return p, k
 

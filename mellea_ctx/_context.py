@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Final, overload
 
 from ._boundaries import is_tool_result, turn_start, window_cut
@@ -99,8 +100,8 @@ class ComponentsView(Sequence[Component]):
 
     def __iter__(self) -> Iterator[Component]:
         # Lazy, so a predicate that stops after a few components pays for a few.
-        yield from self._head
-        yield from map(self._buf.__getitem__, range(self._start, self._end))
+        body = map(self._buf.__getitem__, range(self._start, self._end))
+        return chain(self._head, body) if self._head else body
 
     def tolist(self) -> list[Component]:
         """Return the components as a new list."""
@@ -322,14 +323,14 @@ class ChatContext:
         if not 0 <= lo <= hi <= n:
             msg = f"cannot replace [{lo}:{hi}] in a context of {n} components"
             raise InvalidArgumentError(msg)
-        view = ComponentsView(head, buf, start, end)
-        removed = [view[index] for index in range(lo, hi)]
-        if lo == len(head) and not replacement:
+        if lo == len(head) and not replacement:  # drop the oldest body: move a bound
+            removed = buf[start : start + hi - lo]
             start += hi - lo
             if start >= _REPACK_MIN and start > end - start:
                 buf, start, end = buf[start:end], 0, end - start
         else:
-            items = view.tolist()
+            items = ComponentsView(head, buf, start, end).tolist()
+            removed = items[lo:hi]
             head = tuple(items[:lo])
             buf = [*replacement, *items[hi:]]
             start, end = 0, len(buf)
