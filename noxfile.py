@@ -1,0 +1,46 @@
+"""One entry point for every check. ``nox`` with no arguments runs what CI runs."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+LINT_TOOLS = ["ruff>=0.6"]
+TYPE_TOOLS = ["mypy>=1.11"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite, doctests included (HYPOTHESIS_PROFILE=ci for the thorough run)."""
+    session.install("-e", ".[test]")
+    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "")}
+    session.run("pytest", *session.posargs, env={k: v for k, v in env.items() if v})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Check style and formatting with ruff."""
+    session.install(*LINT_TOOLS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Type-check the package (strict) and pin the public API's types."""
+    session.install("-e", ".[test]", *TYPE_TOOLS)
+    session.run("mypy")
+    # assert_type is in typing from 3.11 on; the package itself is checked as 3.10.
+    session.run("mypy", "--strict", "--python-version", "3.11", "tests/typing")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark the core against mellea 0.8.0, side by side in one run (not in the default run)."""
+    session.install(".")
+    session.run("python", "benchmarks/bench_core.py", *session.posargs)

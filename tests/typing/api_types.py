@@ -1,0 +1,43 @@
+"""Pins the public API's static types; checked by ``mypy --strict`` in ``nox -s typecheck``."""
+
+from __future__ import annotations
+
+from typing import assert_type
+
+from mellea_ctx import (
+    ChatContext,
+    Compactor,
+    Component,
+    InlineCompactor,
+    Message,
+    ModelOutputThunk,
+    ThresholdCompactor,
+    TiktokenCounter,
+    TokenCounter,
+    ToolCall,
+    ToolMessage,
+    WindowCompactor,
+    pin_system,
+)
+
+
+def check_api() -> None:
+    window = WindowCompactor(size=3, pin_predicate=pin_system)
+    ctx = ChatContext(compactor=ThresholdCompactor(window, threshold=1_000))
+    grown = ctx.add(Message("user", "hi"))
+    assert_type(grown, ChatContext)
+    assert_type(grown.as_list(), list[Component])
+    assert_type(grown.view_for_generation(), list[Component])
+    assert_type(grown.last_turn(), tuple[Component, ...])
+    assert_type(grown.previous_node, ChatContext | None)
+    assert_type(grown.node_data, Component | None)
+    assert_type(grown.token_count, int)
+    assert_type(grown.compactor, InlineCompactor | None)
+    assert_type(window.compact(grown), ChatContext)
+    compactor: Compactor = window
+    assert_type(compactor.compact(grown, backend=None), ChatContext)
+    counter: TokenCounter = TiktokenCounter()
+    assert_type(counter.count(ToolMessage("x", tool_call_id="c")), int)
+    output = ModelOutputThunk(None, tool_calls=[ToolCall("c", "f", {"a": 1})])
+    assert_type(output.tool_calls, tuple[ToolCall, ...])
+    assert_type(output.value, str | None)
