@@ -27,9 +27,11 @@ Method: every component is built before the clock starts, afresh for each
 repeat and with text unique to that repeat, so no per-component or per-text
 memo carries over from one repeat to the next. Each case is timed with
 ``time.perf_counter`` around the loop only, with the garbage collector on
-(collected before each repeat). A case is repeated ``--repeats`` times, or
-fewer once its repeats have used ``--budget`` seconds; the table reports the
-best (minimum) time, and the JSON also holds the median and every sample.
+(collected before each repeat). A case is repeated ``--repeats`` times per
+library, or fewer once that library's repeats have used ``--budget`` seconds,
+the two libraries taking turns so that a change in machine load hits both;
+the table reports the best (minimum) time, and the JSON also holds the median,
+every sample, and the load average.
 After each repeat the final context is checked (its length, and that the
 system message is still first), and any mismatch is printed.
 
@@ -45,6 +47,7 @@ import gzip
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import random
 import statistics
@@ -352,20 +355,35 @@ def run_once(lib: Lib, case: Case, seed: int) -> tuple[float, list[str]]:
     return elapsed, check_final(lib, case, ctx, items[0], compactor)
 
 
-def run_case(lib: Lib, case: Case, *, repeats: int, budget: float, seed: int) -> Result:
-    """Repeat ``case`` up to ``repeats`` times or until ``budget`` seconds are used."""
-    result = Result()
+def run_case(
+    libs: Sequence[Lib], case: Case, *, repeats: int, budget: float, seed: int
+) -> dict[str, Result]:
+    """Repeat ``case`` for every library, interleaved, to ``repeats`` or ``budget``.
+
+    Repeat ``r`` runs each library once before repeat ``r + 1`` starts, so a
+    change in machine load during the case falls on both sides alike. A library
+    stops repeating once its own samples add up to ``budget`` seconds, or when
+    it raises.
+    """
+    results = {lib.name: Result() for lib in libs}
     for r in range(repeats):
-        try:
-            elapsed, problems = run_once(lib, case, seed=seed * 1_000 + r)
-        except Exception as exc:  # report, and go on with the other cases
-            result.error = f"{type(exc).__name__}: {exc}"
+        active = [
+            lib
+            for lib in libs
+            if results[lib.name].error is None and sum(results[lib.name].times) < budget
+        ]
+        if not active:
             break
-        result.times.append(elapsed)
-        result.problems.extend(p for p in problems if p not in result.problems)
-        if sum(result.times) >= budget:
-            break
-    return result
+        for lib in active:
+            result = results[lib.name]
+            try:
+                elapsed, problems = run_once(lib, case, seed=seed * 1_000 + r)
+            except Exception as exc:  # report it, and go on with the other cases
+                result.error = f"{type(exc).__name__}: {exc}"
+                continue
+            result.times.append(elapsed)
+            result.problems.extend(p for p in problems if p not in result.problems)
+    return results
 
 
 # --------------------------------------------------------------------------- #
@@ -436,6 +454,13 @@ def bench_encode(encoding: Any, n: int, *, repeats: int) -> list[float]:
 # --------------------------------------------------------------------------- #
 
 
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def _fmt_s(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.4f}"
 
@@ -495,10 +520,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in notes:
         print(f"NOTE: {note}")
     print(
-        f"Each case: up to {repeats} repeats (fewer once {budget:g} s are used); "
-        "table shows the BEST (minimum) time; components built before timing, "
-        "fresh and with unique text per repeat; gc enabled."
+        f"Each case: up to {repeats} repeats per library (fewer once {budget:g} s "
+        "are used), the libraries interleaved; table shows the BEST (minimum) "
+        "time; components built before timing, fresh and with unique text per "
+        "repeat; gc enabled."
     )
+    load_before = _loadavg()
+    print(f"Load average (1/5/15 min) at start: {load_before} on {os.cpu_count()} CPUs")
     print(
         "Conversation: 1 system message, then alternating user / assistant "
         f"turns of {TEXT_LEN} characters (Message objects)."
@@ -517,12 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = make_cases(args.quick)
     results: dict[str, dict[str, Result]] = {}
     for seed, case in enumerate(cases, start=1):
-        results[case.key] = {}
-        for lib in libs:
-            print(f"  running {case.title} (N={case.n:,}) on {lib.name} ...", flush=True)
-            results[case.key][lib.name] = run_case(
-                lib, case, repeats=repeats, budget=budget, seed=seed
-            )
+        print(f"  running {case.title.strip()} (N={case.n:,}) ...", flush=True)
+        results[case.key] = run_case(libs, case, repeats=repeats, budget=budget, seed=seed)
 
     encoding = load_o200k()
     encode_times: list[float] = []
@@ -584,6 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"message = {per:.2f} us (best of {len(encode_times)} x {n_encode:,}; "
             f"{encode_source})"
         )
+    load_after = _loadavg()
+    print(f"Load average at end: {load_after}")
     for note in notes:
         print(f"NOTE: {note}")
     for p in problems:
@@ -599,6 +625,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "versions": {lib.name: lib.version for lib in libs},
         "repeats_max": repeats,
         "budget_s": budget,
+        "cpus": os.cpu_count(),
+        "loadavg_start": load_before,
+        "loadavg_end": load_after,
         "text_len": TEXT_LEN,
         "threshold": THRESHOLD_NEVER,
         "notes": notes,
