@@ -5,7 +5,9 @@ The public API lives here; implementation modules are private (``_name.py``).
 
 from __future__ import annotations
 
-from ._backend import Backend
+from ._backend import Backend, ScriptedBackend, ScriptedReply
+from ._bridge import run_blocking
+from ._checkpoint import CHECKPOINT_HEADER, Checkpoint
 from ._compactors import Compactor, InlineCompactor, ThresholdCompactor, WindowCompactor
 from ._components import (
     CBlock,
@@ -20,12 +22,32 @@ from ._components import (
 )
 from ._context import ChatContext, ComponentsView
 from ._exceptions import (
+    BackendConnectionError,
+    BackendError,
+    BackendTimeoutError,
+    CompactionError,
+    CompactionTimeoutError,
+    EmptySummaryError,
     InvalidArgumentError,
     InvalidComponentError,
     InvalidContextError,
+    MalformedResponseError,
     MelleaCtxError,
     NotInlineCompactorError,
+    RateLimitError,
+    RequestRejectedError,
+    ServerError,
+    SummaryToolCallError,
     TokenizerDataError,
+)
+from ._extractive import ExtractiveBackend
+from ._facts import Fact, FactKind, extract_facts, missing_facts
+from ._formats import (
+    dump_conversation,
+    from_openai,
+    load_conversation,
+    to_openai,
+    validate_openai,
 )
 from ._pins import (
     PinPredicate,
@@ -34,31 +56,65 @@ from ._pins import (
     pin_system,
     pin_system_and_initial_user,
 )
+from ._records import CompactionRecord, CompactionWarning, Outcome, RecordHook
+from ._summarize import (
+    DEFAULT_PROMPT_TEMPLATE,
+    LLMSummarizeCompactor,
+    TokenBudgetCompactor,
+    react_summary_prompt,
+    render_conversation,
+    validate_prompt_template,
+)
 from ._tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "CHECKPOINT_HEADER",
+    "DEFAULT_PROMPT_TEMPLATE",
     "REPLY_PRIMING_TOKENS",
     "Backend",
+    "BackendConnectionError",
+    "BackendError",
+    "BackendTimeoutError",
     "CBlock",
     "ChatContext",
+    "Checkpoint",
+    "CompactionError",
+    "CompactionRecord",
+    "CompactionTimeoutError",
+    "CompactionWarning",
     "Compactor",
     "Component",
     "ComponentsView",
+    "EmptySummaryError",
+    "ExtractiveBackend",
+    "Fact",
+    "FactKind",
     "InlineCompactor",
     "InvalidArgumentError",
     "InvalidComponentError",
     "InvalidContextError",
+    "LLMSummarizeCompactor",
+    "MalformedResponseError",
     "MelleaCtxError",
     "Message",
     "ModelOutputThunk",
     "NotInlineCompactorError",
+    "Outcome",
     "PinPredicate",
+    "RateLimitError",
     "ReactInitiator",
+    "RecordHook",
+    "RequestRejectedError",
     "Role",
+    "ScriptedBackend",
+    "ScriptedReply",
+    "ServerError",
+    "SummaryToolCallError",
     "ThresholdCompactor",
     "TiktokenCounter",
+    "TokenBudgetCompactor",
     "TokenCounter",
     "TokenizerDataError",
     "ToolCall",
@@ -66,8 +122,19 @@ __all__ = [
     "Usage",
     "WindowCompactor",
     "default_counter",
+    "dump_conversation",
+    "extract_facts",
+    "from_openai",
+    "load_conversation",
+    "missing_facts",
     "pin_nothing",
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "react_summary_prompt",
+    "render_conversation",
+    "run_blocking",
+    "to_openai",
+    "validate_openai",
+    "validate_prompt_template",
 ]

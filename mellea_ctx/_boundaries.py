@@ -25,6 +25,7 @@ from ._exceptions import InvalidArgumentError
 from ._pins import PinPredicate
 
 __all__ = [
+    "is_safe_cut",
     "is_tool_result",
     "prefix_end",
     "safe_cut_table",
@@ -84,7 +85,8 @@ def safe_cut_table(items: Sequence[Component]) -> list[bool]:
     return table
 
 
-def _is_safe(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
+def is_safe_cut(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
+    """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history."""
     if table is not None:
         return table[k]
     if k < len(items):
@@ -112,7 +114,7 @@ def prefix_end(
             f"it must return an int between 0 and {n}"
         )
         raise InvalidArgumentError(msg)
-    while end < n and not _is_safe(items, end, table):
+    while end < n and not is_safe_cut(items, end, table):
         end += 1
     return end
 
@@ -137,7 +139,7 @@ def window_cut(
     if n - p <= size:
         return p, p
     k = n - size
-    while k > p and not _is_safe(items, k, table):
+    while k > p and not is_safe_cut(items, k, table):
         k -= 1
     return p, k
 

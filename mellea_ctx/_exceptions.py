@@ -4,11 +4,23 @@ One root, and each subclass also inherits the builtin a caller would expect,
 so ``except ValueError`` keeps working for code that does not know us::
 
     MelleaCtxError
-    ├── InvalidComponentError        (ValueError)  a component field is wrong
-    ├── InvalidArgumentError         (ValueError)  a function or constructor argument is wrong
-    ├── InvalidContextError          (ValueError)  a history breaks a provider's rules
-    ├── NotInlineCompactorError      (TypeError)   a compactor that may not ride inside a context
-    └── TokenizerDataError           (RuntimeError) the offline BPE data is missing or corrupt
+    ├── InvalidComponentError        (ValueError)   a component field is wrong
+    ├── InvalidArgumentError         (ValueError)   a function or constructor argument is wrong
+    ├── InvalidContextError          (ValueError)   a history or transcript file breaks a
+    │                                               provider's rules or format
+    ├── NotInlineCompactorError      (TypeError)    a compactor that may not ride inside a context
+    ├── TokenizerDataError           (RuntimeError) the offline BPE data is missing or corrupt
+    ├── BackendError                 (RuntimeError) a model call failed
+    │   ├── RateLimitError                          the provider said 429 (retryable)
+    │   ├── BackendTimeoutError      (TimeoutError) no answer in time (retryable)
+    │   ├── BackendConnectionError   (ConnectionError) the connection failed (retryable)
+    │   ├── ServerError                             the provider answered 5xx (retryable)
+    │   ├── RequestRejectedError                    the provider answered 4xx (not retryable)
+    │   └── MalformedResponseError                  the answer could not be understood
+    └── CompactionError              (RuntimeError) a compaction could not be applied
+        ├── EmptySummaryError                       the summary came back empty
+        ├── SummaryToolCallError                    the summarizer asked for tools
+        └── CompactionTimeoutError   (TimeoutError) the compaction ran out of time
 
 Messages name the bad argument, show its value with ``repr``, say what was
 expected, and suggest the fix.
@@ -17,11 +29,22 @@ expected, and suggest the fix.
 from __future__ import annotations
 
 __all__ = [
+    "BackendConnectionError",
+    "BackendError",
+    "BackendTimeoutError",
+    "CompactionError",
+    "CompactionTimeoutError",
+    "EmptySummaryError",
     "InvalidArgumentError",
     "InvalidComponentError",
     "InvalidContextError",
+    "MalformedResponseError",
     "MelleaCtxError",
     "NotInlineCompactorError",
+    "RateLimitError",
+    "RequestRejectedError",
+    "ServerError",
+    "SummaryToolCallError",
     "TokenizerDataError",
 ]
 
@@ -39,7 +62,11 @@ class InvalidArgumentError(MelleaCtxError, ValueError):
 
 
 class InvalidContextError(MelleaCtxError, ValueError):
-    """A history breaks a provider's rules, such as a tool result without its call."""
+    """A history breaks a provider's rules (a tool result without its call, an unknown role).
+
+    Also raised for a transcript that cannot be read as one, such as a file
+    that is not valid JSON; the message names the file, line or message, and field.
+    """
 
 
 class NotInlineCompactorError(MelleaCtxError, TypeError):
@@ -48,3 +75,71 @@ class NotInlineCompactorError(MelleaCtxError, TypeError):
 
 class TokenizerDataError(MelleaCtxError, RuntimeError):
     """The bundled BPE data for the default token counter is missing or fails its hash check."""
+
+
+class BackendError(MelleaCtxError, RuntimeError):
+    """A model call failed. ``retryable`` says whether trying again may help.
+
+    Provider SDK exceptions are mapped to a subclass at the backend boundary,
+    with the original chained as ``__cause__``.
+    """
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class RateLimitError(BackendError):
+    """The provider refused the call for now (HTTP 429)."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class BackendTimeoutError(BackendError, TimeoutError):
+    """The provider did not answer in time."""
+
+    retryable = True
+
+
+class BackendConnectionError(BackendError, ConnectionError):
+    """The connection to the provider failed or broke."""
+
+    retryable = True
+
+
+class ServerError(BackendError):
+    """The provider failed on its side (HTTP 5xx)."""
+
+    retryable = True
+
+
+class RequestRejectedError(BackendError):
+    """The provider rejected the request (HTTP 4xx other than 429); retrying will not help."""
+
+
+class MalformedResponseError(BackendError):
+    """The provider's answer could not be parsed as a completion."""
+
+
+class CompactionError(MelleaCtxError, RuntimeError):
+    """A compaction could not be applied; the context was left as it was."""
+
+
+class EmptySummaryError(CompactionError):
+    """The summarizer returned no text."""
+
+
+class SummaryToolCallError(CompactionError):
+    """The summarizer answered with tool calls instead of a summary."""
+
+
+class CompactionTimeoutError(CompactionError, TimeoutError):
+    """The compaction did not finish within its timeout."""
