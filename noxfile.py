@@ -39,8 +39,30 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "--python-version", "3.11", "tests/typing")
 
 
-@nox.session
+# mellea 0.8.0's declared dependencies (openai, ollama, nltk, math_verify with sympy,
+# rouge_score, ...) come to about 270 MB in a venv, and the modules the benchmark imports
+# (mellea.core, mellea.stdlib.components, mellea.stdlib.context) use none of them. So mellea
+# goes in with --no-deps, after exactly what importing those modules needs: found by
+# importing them in a bare venv, about 120 MB, mostly numpy, which mellea.stdlib.sampling
+# imports eagerly. The version floors are mellea's own.
+MELLEA_BENCH_DEPS = [
+    "jinja2",
+    "numpy",
+    "packaging",
+    "pillow>=12.0.0",
+    "pydantic",
+    "pyyaml",
+    "requests>=2.32.3",
+    "tqdm",
+]
+
+
+@nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """Benchmark the core against mellea 0.8.0, side by side in one run (not in the default run)."""
-    session.install(".")
+    """Benchmark the core against mellea 0.8.0, side by side in one run (not in the default run).
+
+    ``nox -s bench -- --quick`` for a smoke run at small sizes.
+    """
+    session.install(".", *MELLEA_BENCH_DEPS)
+    session.install("--no-deps", "mellea==0.8.0")
     session.run("python", "benchmarks/bench_core.py", *session.posargs)
