@@ -22,7 +22,7 @@ from ._components import (
     ToolMessage,
     Usage,
 )
-from ._context import ChatContext, ComponentsView
+from ._context import ChatContext
 from ._exceptions import (
     BackendConnectionError,
     BackendError,
@@ -90,7 +90,6 @@ __all__ = [
     "CompactionWarning",
     "Compactor",
     "Component",
-    "ComponentsView",
     "EmptySummaryError",
     "ExtractiveBackend",
     "Fact",

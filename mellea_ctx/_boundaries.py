@@ -111,7 +111,7 @@ def prefix_end(
     """
     end = pin_predicate(items)
     n = len(items)
-    if not isinstance(end, int) or isinstance(end, bool) or not 0 <= end <= n:
+    if end.__class__ is not int or not 0 <= end <= n:
         name = getattr(pin_predicate, "__name__", repr(pin_predicate))
         msg = (
             f"pin predicate {name} returned {end!r} for {n} components; "

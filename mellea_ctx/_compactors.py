@@ -121,7 +121,7 @@ class WindowCompactor(InlineCompactor):
 
         Returns ``ctx`` itself when the body already fits. ``backend`` is unused.
         """
-        p, k = window_cut(ctx._view(), self.size, self.pin_predicate, loose=ctx._loose)
+        p, k = window_cut(ctx, self.size, self.pin_predicate, loose=ctx._loose)
         if k <= p:
             return ctx
         return ctx._replace(p, k)

@@ -41,7 +41,7 @@ from ._tokens import TokenCounter, count_all, count_memoized, default_counter
 if TYPE_CHECKING:
     from ._compactors import InlineCompactor
 
-__all__ = ["ChatContext", "ComponentsView"]
+__all__ = ["ChatContext"]
 
 
 class _Lazy:
@@ -60,63 +60,14 @@ _lazy_lock = threading.Lock()
 _REPACK_MIN = 32
 
 
-class ComponentsView(Sequence[Component]):
-    """A read-only sequence over a context's components, made in O(1).
-
-    Pin predicates and compactors read contexts through it, so a check that
-    looks at the first few components costs a few index reads, not a copy.
-    """
-
-    __slots__ = ("_buf", "_end", "_head", "_head_len", "_start")
-
-    def __init__(self, head: tuple[Component, ...], buf: list[Component], start: int, end: int):
-        self._head = head
-        self._head_len = len(head)
-        self._buf = buf
-        self._start = start
-        self._end = end
-
-    def __len__(self) -> int:
-        return self._head_len + self._end - self._start
-
-    @overload
-    def __getitem__(self, index: int) -> Component: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Component]: ...
-
-    def __getitem__(self, index: int | slice) -> Component | list[Component]:
-        if isinstance(index, slice):
-            return self.tolist()[index]
-        size = self._head_len + self._end - self._start
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            msg = f"index {index} out of range for {size} components"
-            raise IndexError(msg)
-        if index < self._head_len:
-            return self._head[index]
-        return self._buf[self._start + index - self._head_len]
-
-    def __iter__(self) -> Iterator[Component]:
-        # Lazy, so a predicate that stops after a few components pays for a few.
-        body = map(self._buf.__getitem__, range(self._start, self._end))
-        return chain(self._head, body) if self._head else body
-
-    def tolist(self) -> list[Component]:
-        """Return the components as a new list."""
-        body = self._buf[self._start : self._end]
-        if self._head:
-            return [*self._head, *body]
-        return body
-
-
-class ChatContext:
+class ChatContext(Sequence[Component]):
     """An immutable chat history that can compact itself as it grows.
 
     Start from an empty root and ``add`` components; every ``add`` returns a
     new context and leaves the old one exactly as it was, so earlier contexts
-    can be kept, compared, or branched from at no cost.
+    can be kept, compared, or branched from at no cost. A context is also a
+    read-only sequence of its components: ``len(ctx)``, ``ctx[0]``,
+    ``ctx[-3:]`` and iteration work as on a tuple, without copying the history.
 
     Args:
         compactor: An :class:`~mellea_ctx.InlineCompactor` applied after every
@@ -329,7 +280,7 @@ class ChatContext:
             if start >= _REPACK_MIN and start > end - start:
                 buf, start, end = buf[start:end], 0, end - start
         else:
-            items = ComponentsView(head, buf, start, end).tolist()
+            items = self.as_list()
             removed = items[lo:hi]
             head = tuple(items[:lo])
             buf = [*replacement, *items[hi:]]
@@ -353,9 +304,6 @@ class ChatContext:
 
     # -- reading --------------------------------------------------------------
 
-    def _view(self) -> ComponentsView:
-        return ComponentsView(self._head, self._buf, self._start, self._end)
-
     def _last(self) -> Component | None:
         if self._end > self._start:
             return self._buf[self._end - 1]
@@ -377,7 +325,7 @@ class ChatContext:
         if last_n_components is None:
             body = self._buf[self._start : self._end]
             return [*self._head, *body] if self._head else body
-        items = self._view().tolist()
+        items = self.as_list()
         if not isinstance(last_n_components, int) or last_n_components < 0:
             msg = f"as_list: last_n_components={last_n_components!r} must be an int >= 0 or None"
             raise InvalidArgumentError(msg)
@@ -393,9 +341,8 @@ class ChatContext:
         """
         if self._window_size is None:
             return self.as_list()
-        view = self._view()
-        p, k = window_cut(view, self._window_size, pin_react_initiator, loose=self._loose)
-        items = view.tolist()
+        p, k = window_cut(self, self._window_size, pin_react_initiator, loose=self._loose)
+        items = self.as_list()
         return items[:p] + items[k:]
 
     def last_turn(self) -> tuple[Component, ...]:
@@ -405,8 +352,7 @@ class ChatContext:
         ``ReactInitiator``) and includes the model's replies, tool calls and
         tool results that followed it. With no user input, the whole history.
         """
-        view = self._view()
-        return tuple(view[index] for index in range(turn_start(view), len(view)))
+        return tuple(self[index] for index in range(turn_start(self), len(self)))
 
     @property
     def previous_node(self) -> ChatContext | None:
@@ -505,7 +451,7 @@ class ChatContext:
         counter = self._counter
         total = node._tokens
         if total is None:
-            total = count_all(counter, node._view())
+            total = count_all(counter, node)
             node._tokens = total
         for later in reversed(pending):
             data = later._data
@@ -528,7 +474,34 @@ class ChatContext:
         return len(self._head) + self._end - self._start
 
     def __iter__(self) -> Iterator[Component]:
-        return iter(self._view())
+        # Lazy, so a pin predicate that stops after a few components pays for a few.
+        body = map(self._buf.__getitem__, range(self._start, self._end))
+        return chain(self._head, body) if self._head else body
+
+    @overload
+    def __getitem__(self, index: int) -> Component: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Component]: ...
+
+    def __getitem__(self, index: int | slice) -> Component | list[Component]:
+        """Return one component, or a list for a slice; O(1) for an index."""
+        head = self._head
+        if index.__class__ is int and index >= len(head):  # the hot path: the body
+            position = self._start + index - len(head)
+            if position < self._end:
+                return self._buf[position]
+        if isinstance(index, slice):
+            return self.as_list()[index]
+        size = len(head) + self._end - self._start
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            msg = f"context index {index} out of range for {size} components"
+            raise IndexError(msg)
+        if index < len(head):
+            return head[index]
+        return self._buf[self._start + index - len(head)]
 
     def __repr__(self) -> str:
         tokens = "?" if self._tokens is None else str(self._tokens)

@@ -358,8 +358,7 @@ class _Engine:
         """Summarize ``items[p:k]`` into one checkpoint; return the new context or ``ctx``."""
         started = time.perf_counter()
         chosen = self.backend_for(backend)
-        items = ctx._view()
-        span = [items[index] for index in range(p, k)]
+        span = ctx[p:k]
         facts: list[Fact] = extract_facts(span) if self.settings.preserve_facts else []
         prompt = self.settings.prompt_template.format(conversation=render_conversation(span))
         messages: list[Component] = [
@@ -569,16 +568,15 @@ class LLMSummarizeCompactor:
 
     def span(self, ctx: ChatContext) -> tuple[int, int]:
         """Return ``(p, k)``: the span ``items[p:k]`` to summarize (none when ``p == k``)."""
-        view = ctx._view()
-        table = safe_cut_table(view) if ctx._loose else None
-        p = prefix_end(view, self.settings.pin_predicate, table)
-        n = len(view)
+        table = safe_cut_table(ctx) if ctx._loose else None
+        p = prefix_end(ctx, self.settings.pin_predicate, table)
+        n = len(ctx)
         if n - p <= self.keep_n:
             return p, p
         k = n - self.keep_n
-        while k > p and not is_safe_cut(view, k, table):
+        while k > p and not is_safe_cut(ctx, k, table):
             k -= 1
-        if k - p == 1 and isinstance(view[p], Checkpoint):
+        if k - p == 1 and isinstance(ctx[p], Checkpoint):
             return p, p  # only the previous checkpoint: nothing new to fold in
         return p, k
 
@@ -717,8 +715,7 @@ class TokenBudgetCompactor(InlineCompactor):
 
     def span(self, ctx: ChatContext) -> tuple[int, int, str]:
         """Return ``(p, k, reason)``: the span to summarize, or ``p == k`` and why not."""
-        view = ctx._view()
-        items = view.tolist()
+        items = ctx.as_list()
         table = safe_cut_table(items) if ctx._loose else None
         p = prefix_end(items, self.settings.pin_predicate, table)
         n = len(items)
