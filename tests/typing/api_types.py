@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-from typing import assert_type
+from typing import Any, assert_type
 
 from mellea_ctx import (
     ChatContext,
+    Checkpoint,
+    CompactionRecord,
     Compactor,
     Component,
+    ExtractiveBackend,
     InlineCompactor,
+    LLMSummarizeCompactor,
     Message,
     ModelOutputThunk,
+    ScriptedBackend,
     ThresholdCompactor,
     TiktokenCounter,
+    TokenBudgetCompactor,
     TokenCounter,
     ToolCall,
     ToolMessage,
     WindowCompactor,
+    from_openai,
     pin_system,
+    to_openai,
 )
 
 
@@ -41,3 +49,20 @@ def check_api() -> None:
     output = ModelOutputThunk(None, tool_calls=[ToolCall("c", "f", {"a": 1})])
     assert_type(output.tool_calls, tuple[ToolCall, ...])
     assert_type(output.value, str | None)
+
+
+async def check_summarizers() -> None:
+    records: list[CompactionRecord] = []
+    summarize = LLMSummarizeCompactor(default_backend=ExtractiveBackend(), on_record=records.append)
+    budget = TokenBudgetCompactor(
+        max_tokens=1_000, default_backend=ScriptedBackend(lambda m, o: "s")
+    )
+    ctx = ChatContext(compactor=budget)
+    assert_type(summarize.compact(ctx), ChatContext)
+    assert_type(await summarize.acompact(ctx), ChatContext)
+    assert_type(budget.compact(ctx, force=True), ChatContext)
+    first = ctx[0]
+    assert_type(first, Component)
+    if isinstance(first, Checkpoint):
+        assert_type(first.restore(), ChatContext)
+    assert_type(to_openai(from_openai([{"role": "user", "content": "hi"}])), list[dict[str, Any]])
