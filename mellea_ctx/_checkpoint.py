@@ -14,6 +14,7 @@ text it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -34,6 +35,10 @@ def _details(value: object) -> tuple[str, ...]:
     return _tuple_of(str, "Checkpoint", "preserved", value)
 
 
+def _span(value: Iterable[Component]) -> tuple[Component, ...]:
+    return _tuple_of(Component, "Checkpoint", "span", value)
+
+
 @attrs.define(frozen=True, slots=True, cache_hash=True)
 class Checkpoint(Component):
     """A summary that replaced part of a conversation.
@@ -46,7 +51,10 @@ class Checkpoint(Component):
         replaced: The context as it was just before this checkpoint replaced
             part of it. ``None`` when it is not available (for example, a
             checkpoint read back from a transcript file).
-        replaced_count: How many components the checkpoint stands for.
+        span: The components this checkpoint replaced, exactly (an earlier
+            checkpoint among them stands for its own span). Kept by session
+            stores, so ``recall`` still works after a restart.
+        replaced_count: How many original messages the checkpoint stands for.
 
     Example:
         >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
@@ -64,6 +72,9 @@ class Checkpoint(Component):
     preserved: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_details)
     replaced: ChatContext | None = attrs.field(
         default=None, kw_only=True, eq=False, hash=False, repr=False
+    )
+    span: tuple[Component, ...] = attrs.field(
+        default=(), kw_only=True, eq=False, hash=False, repr=False, converter=_span
     )
     replaced_count: int = attrs.field(default=0, kw_only=True)
     _rendered: str = attrs.field(init=False, eq=False, hash=False, repr=False)

@@ -381,6 +381,7 @@ class _Engine:
             summary,
             preserved=[fact.text for fact in lost],
             replaced=ctx if self.settings.keep_replaced else None,
+            span=span if self.settings.keep_replaced else (),
             replaced_count=sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span),
         )
         counter = ctx.counter
