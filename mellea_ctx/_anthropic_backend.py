@@ -14,7 +14,7 @@ from typing import Any
 from ._anthropic_format import to_anthropic
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
-from ._provider_errors import map_sdk_error
+from ._provider_errors import map_provider_error
 
 __all__ = ["AnthropicBackend"]
 
@@ -110,8 +110,11 @@ class AnthropicBackend:
                 response = await client.messages.create(
                     model=self.model, messages=payload, **options
                 )
-        except anthropic.AnthropicError as exc:
-            raise map_sdk_error(exc, "Anthropic") from exc
+        except Exception as exc:
+            mapped = map_provider_error(exc, "Anthropic", anthropic.AnthropicError)
+            if mapped is None:
+                raise
+            raise mapped from exc
         return _parse(response)
 
 

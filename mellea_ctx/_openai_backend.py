@@ -14,7 +14,7 @@ from typing import Any
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
 from ._formats import to_openai
-from ._provider_errors import map_sdk_error
+from ._provider_errors import map_provider_error
 
 __all__ = ["OpenAIBackend"]
 
@@ -118,8 +118,11 @@ class OpenAIBackend:
                 response = await client.chat.completions.create(
                     model=self.model, messages=payload, **options
                 )
-        except openai.OpenAIError as exc:
-            raise map_sdk_error(exc, "OpenAI") from exc
+        except Exception as exc:
+            mapped = map_provider_error(exc, "OpenAI", openai.OpenAIError)
+            if mapped is None:
+                raise
+            raise mapped from exc
         return _parse(response)
 
 

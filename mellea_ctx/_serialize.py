@@ -62,7 +62,11 @@ def component_to_record(component: Component) -> dict[str, Any]:
             record["name"] = component.name
         return record
     if type(component) is ToolMessage:
-        record = {"kind": "tool", "content": component.content, "tool_call_id": component.tool_call_id}
+        record = {
+            "kind": "tool",
+            "content": component.content,
+            "tool_call_id": component.tool_call_id,
+        }
         if component.name is not None:
             record["name"] = component.name
         return record

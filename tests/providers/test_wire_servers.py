@@ -586,9 +586,12 @@ class TestWireServer:
         ]
         sockets = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
         try:
-            for sock, body in zip(sockets[:2], bodies, strict=True):
+            # One at a time: the script answers in arrival order, so the first socket
+            # must be the one that meets the hang, the second the stall.
+            for count, (sock, body) in enumerate(zip(sockets[:2], bodies, strict=True), 1):
                 data = json.dumps(body).encode()
                 sock.sendall(request % (len(data), data))
+                wait_until(lambda count=count: len(server.requests) == count)
             wait_until(lambda: len(server.requests) == 2 and len(connection_threads()) == 3)
             start = time.monotonic()
             server.close()
