@@ -60,6 +60,12 @@ from ._pins import (
     pin_system_and_initial_user,
 )
 from ._records import CompactionRecord, CompactionWarning, Outcome, RecordHook
+from ._serialize import (
+    component_from_record,
+    component_to_record,
+    components_from_json,
+    components_to_json,
+)
 from ._summarize import (
     DEFAULT_PROMPT_TEMPLATE,
     LLMSummarizeCompactor,
@@ -69,9 +75,9 @@ from ._summarize import (
     validate_prompt_template,
 )
 from ._tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
+from ._tools import Tool, ToolArgumentError, tool, tool_schema
 
 __version__ = "0.1.0.dev0"
-
 __all__ = [
     "CHECKPOINT_HEADER",
     "DEFAULT_PROMPT_TEMPLATE",
@@ -121,10 +127,16 @@ __all__ = [
     "TokenBudgetCompactor",
     "TokenCounter",
     "TokenizerDataError",
+    "Tool",
+    "ToolArgumentError",
     "ToolCall",
     "ToolMessage",
     "Usage",
     "WindowCompactor",
+    "component_from_record",
+    "component_to_record",
+    "components_from_json",
+    "components_to_json",
     "default_counter",
     "dump_conversation",
     "extract_facts",
@@ -141,6 +153,8 @@ __all__ = [
     "run_blocking",
     "to_anthropic",
     "to_openai",
+    "tool",
+    "tool_schema",
     "validate_openai",
     "validate_prompt_template",
 ]

@@ -15,6 +15,7 @@ from ._anthropic_format import to_anthropic
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
 from ._provider_errors import map_provider_error
+from ._tools import Tool
 
 __all__ = ["AnthropicBackend"]
 
@@ -88,6 +89,7 @@ class AnthropicBackend:
         messages: Sequence[Component],
         *,
         model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
         """Send ``messages`` to the Messages API and return the answer.
 
@@ -97,6 +99,8 @@ class AnthropicBackend:
         """
         anthropic = _sdk()
         options = {**self.model_options, **dict(model_options or {})}
+        if tools:
+            options["tools"] = [definition.to_anthropic() for definition in tools]
         system, payload = to_anthropic(messages)
         if system is not None:
             options["system"] = system

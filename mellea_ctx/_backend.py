@@ -15,19 +15,25 @@ from typing import Any, Protocol, Union, runtime_checkable  # Union: aliases mus
 
 from ._components import Component, ModelOutputThunk
 from ._exceptions import InvalidArgumentError, MalformedResponseError
+from ._tools import Tool
 
 __all__ = ["Backend", "ScriptedBackend", "ScriptedReply"]
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """Generates one model output for a list of components."""
+    """Generates one model output for a list of components.
+
+    ``tools`` are the definitions the model may call this time; a backend
+    that cannot call tools ignores them.
+    """
 
     async def generate(
         self,
         messages: Sequence[Component],
         *,
         model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
         """Return the model's output for ``messages``."""
         ...
@@ -45,10 +51,11 @@ Handler = Callable[
 class ScriptedBackend:
     """A backend that answers with a plain function: for tests and demos.
 
-    The handler receives the messages and the model options and returns a
-    string, a :class:`~mellea_ctx.ModelOutputThunk`, or an awaitable of
-    either; it may raise any :class:`~mellea_ctx.BackendError` to simulate a
-    provider failure. Every call is recorded in ``calls``.
+    The handler receives the messages and the model options (with the
+    offered tools, if any, under ``"tools"``) and returns a string, a
+    :class:`~mellea_ctx.ModelOutputThunk`, or an awaitable of either; it may
+    raise any :class:`~mellea_ctx.BackendError` to simulate a provider failure.
+    Every call is recorded in ``calls``.
 
     Args:
         handler: The function that answers.
@@ -76,9 +83,12 @@ class ScriptedBackend:
         messages: Sequence[Component],
         *,
         model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
         """Return the handler's answer as a ``ModelOutputThunk``."""
         options = dict(model_options or {})
+        if tools:
+            options["tools"] = list(tools)
         self.calls.append((tuple(messages), options))
         reply = self._handler(messages, options)
         if inspect.isawaitable(reply):

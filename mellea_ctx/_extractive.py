@@ -28,6 +28,7 @@ from ._components import Component, Message, ModelOutputThunk, Usage
 from ._exceptions import InvalidArgumentError
 from ._facts import extract_facts
 from ._tokens import default_counter
+from ._tools import Tool
 
 __all__ = ["ExtractiveBackend"]
 
@@ -181,6 +182,7 @@ class ExtractiveBackend:
         messages: Sequence[Component],
         *,
         model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
         """Return an extractive summary of the conversation in the last message."""
         prompt = messages[-1].content if messages else ""

@@ -15,6 +15,7 @@ from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
 from ._formats import to_openai
 from ._provider_errors import map_provider_error
+from ._tools import Tool
 
 __all__ = ["OpenAIBackend"]
 
@@ -98,6 +99,7 @@ class OpenAIBackend:
         messages: Sequence[Component],
         *,
         model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
         """Send ``messages`` to Chat Completions and return the first choice.
 
@@ -107,6 +109,8 @@ class OpenAIBackend:
         """
         openai = _sdk()
         options = {**self.model_options, **dict(model_options or {})}
+        if tools:
+            options["tools"] = [definition.to_openai() for definition in tools]
         payload = to_openai(messages)
         try:
             async with openai.AsyncOpenAI(
