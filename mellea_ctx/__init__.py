@@ -39,6 +39,8 @@ from ._exceptions import (
     RateLimitError,
     RequestRejectedError,
     ServerError,
+    SessionConflictError,
+    SessionStoreError,
     SummaryToolCallError,
     TokenizerDataError,
 )
@@ -66,6 +68,11 @@ from ._serialize import (
     components_from_json,
     components_to_json,
 )
+from ._sessions import Session, SessionMemory
+from ._store import SessionStore, StoredSession
+from ._store_memory import MemoryStore
+from ._store_redis import RedisStore
+from ._store_sqlite import SQLiteStore
 from ._summarize import (
     DEFAULT_PROMPT_TEMPLATE,
     LLMSummarizeCompactor,
@@ -107,6 +114,7 @@ __all__ = [
     "LLMSummarizeCompactor",
     "MalformedResponseError",
     "MelleaCtxError",
+    "MemoryStore",
     "Message",
     "ModelOutputThunk",
     "NotInlineCompactorError",
@@ -116,11 +124,19 @@ __all__ = [
     "RateLimitError",
     "ReactInitiator",
     "RecordHook",
+    "RedisStore",
     "RequestRejectedError",
     "Role",
+    "SQLiteStore",
     "ScriptedBackend",
     "ScriptedReply",
     "ServerError",
+    "Session",
+    "SessionConflictError",
+    "SessionMemory",
+    "SessionStore",
+    "SessionStoreError",
+    "StoredSession",
     "SummaryToolCallError",
     "ThresholdCompactor",
     "TiktokenCounter",
