@@ -75,6 +75,14 @@ from ._summarize import (
     validate_prompt_template,
 )
 from ._tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
+from ._tool_search import (
+    SEARCH_TOOL_NAME,
+    DeliveredTools,
+    InMemoryMetaStore,
+    MetaStore,
+    ToolHit,
+    ToolSearch,
+)
 from ._tools import Tool, ToolArgumentError, tool, tool_schema
 
 __version__ = "0.1.0.dev0"
@@ -82,6 +90,7 @@ __all__ = [
     "CHECKPOINT_HEADER",
     "DEFAULT_PROMPT_TEMPLATE",
     "REPLY_PRIMING_TOKENS",
+    "SEARCH_TOOL_NAME",
     "AnthropicBackend",
     "Backend",
     "BackendConnectionError",
@@ -96,10 +105,12 @@ __all__ = [
     "CompactionWarning",
     "Compactor",
     "Component",
+    "DeliveredTools",
     "EmptySummaryError",
     "ExtractiveBackend",
     "Fact",
     "FactKind",
+    "InMemoryMetaStore",
     "InlineCompactor",
     "InvalidArgumentError",
     "InvalidComponentError",
@@ -108,6 +119,7 @@ __all__ = [
     "MalformedResponseError",
     "MelleaCtxError",
     "Message",
+    "MetaStore",
     "ModelOutputThunk",
     "NotInlineCompactorError",
     "OpenAIBackend",
@@ -130,7 +142,9 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolCall",
+    "ToolHit",
     "ToolMessage",
+    "ToolSearch",
     "Usage",
     "WindowCompactor",
     "component_from_record",
