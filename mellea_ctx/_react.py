@@ -132,6 +132,9 @@ def _builtin_tools(loop: _Loop) -> list[Tool]:
     def recall(checkpoint: int = -1, start: int = 0, count: int = 10) -> str:
         """Read back, word for word, messages that a checkpoint summary replaced.
 
+        A checkpoint that folded in an earlier one is read through it: the
+        messages are the original ones, numbered from the oldest.
+
         Args:
             checkpoint: Which checkpoint, counting from 0 (-1: the latest).
             start: The first replaced message to show, counting from 0.
@@ -146,7 +149,7 @@ def _builtin_tools(loop: _Loop) -> list[Tool]:
         except IndexError:
             last = len(checkpoints) - 1
             return f"There are {last + 1} checkpoints; pass checkpoint from 0 to {last}, or -1."
-        span = chosen.span
+        span = _originals(chosen)
         if not span:
             return "This checkpoint did not keep the messages it replaced (keep_replaced=False)."
         count = max(1, min(count, 50))
@@ -160,6 +163,17 @@ def _builtin_tools(loop: _Loop) -> list[Tool]:
         return header + "\n" + render_conversation(shown)
 
     return [tool(compact_context), tool(recall)]
+
+
+def _originals(checkpoint: Checkpoint) -> list[Component]:
+    """The original messages a checkpoint stands for, through any checkpoints it folded in."""
+    found: list[Component] = []
+    for component in checkpoint.span:
+        if isinstance(component, Checkpoint) and component.span:
+            found += _originals(component)
+        else:
+            found.append(component)
+    return found
 
 
 def _own_backend(compactor: object) -> Backend | None:
