@@ -337,3 +337,38 @@ class TestCompactionAsATool:
         assert "replaced" in recalled and "[assistant called read_file id=c1]" in recalled
         offered = backend.calls[0][1]["tools"]
         assert {t.name for t in offered} == {"read_file", "compact_context", "recall"}
+
+
+@tool
+def warehouse_stock(sku: str) -> str:
+    """Look up how many units of a product SKU are in the warehouse.
+
+    Args:
+        sku: The product SKU.
+    """
+    return f"SKU {sku}: 42 units in stock at the Leeds warehouse; next delivery on Friday."
+
+
+@tool
+def billing_lookup(invoice: str) -> str:
+    """Find an invoice in billing and report whether it was paid."""
+    return f"Invoice {invoice} was paid."
+
+
+class TestOfflineAgent:
+    def test_extractive_backend_drives_the_loop(self) -> None:
+        """Offline, the extractive backend calls the matching tool once and answers from it."""
+        from mellea_ctx import ExtractiveBackend
+
+        result = react(
+            'How many units of SKU "AB-1234" are in stock at the warehouse?',
+            ChatContext(),
+            ExtractiveBackend(),
+            tools=[warehouse_stock, billing_lookup],
+        )
+        calls = [c for m in result.ctx for c in m.tool_calls]
+        assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+            ("warehouse_stock", {"sku": "AB-1234"})
+        ]
+        assert result.answer is not None and "42 units in stock" in result.answer
+        assert result.turns == 2
