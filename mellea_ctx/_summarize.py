@@ -802,12 +802,10 @@ class TokenBudgetCompactor(InlineCompactor):
         instructions: str | None = None,
     ) -> ChatContext:
         """Return ``ctx`` compacted if it is past ``max_tokens`` (or ``force``), else ``ctx``."""
-        if not (force or self.due(ctx)):
+        planned = self._plan(ctx, force)
+        if planned is None:
             return ctx
-        p, k, reason = self.span(ctx)
-        if k <= p:
-            self._engine.record(ctx, "skipped", reason, over_target=self._over(ctx))
-            return ctx
+        p, k = planned
         outcome = await self._engine.replace(
             ctx, p, k, backend, target=self.target_tokens, instructions=instructions
         )
@@ -822,12 +820,10 @@ class TokenBudgetCompactor(InlineCompactor):
         instructions: str | None = None,
     ) -> ChatContext:
         """Blocking form of :meth:`acompact` (safe inside a running loop)."""
-        if not (force or self.due(ctx)):
+        planned = self._plan(ctx, force)
+        if planned is None:
             return ctx
-        p, k, reason = self.span(ctx)
-        if k <= p:
-            self._engine.record(ctx, "skipped", reason, over_target=self._over(ctx))
-            return ctx
+        p, k = planned
         target = self.target_tokens
         outcome = self._engine.run_sync(
             ctx,
@@ -837,8 +833,16 @@ class TokenBudgetCompactor(InlineCompactor):
         )
         return self._engine.settle(outcome)
 
-    def _over(self, ctx: ChatContext) -> bool:
-        return ctx.token_count > self.target_tokens
+    def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int] | None:
+        """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
+        if not (force or self.due(ctx)):
+            return None
+        p, k, reason = self.span(ctx)
+        if k <= p:
+            over = ctx.token_count > self.target_tokens
+            self._engine.record(ctx, "skipped", reason, over_target=over)
+            return None
+        return p, k
 
     def __repr__(self) -> str:
         return (
