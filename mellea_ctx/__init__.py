@@ -23,6 +23,7 @@ from ._components import (
     Usage,
 )
 from ._context import ChatContext
+from ._events import Event, EventHook, EventKind
 from ._exceptions import (
     BackendConnectionError,
     BackendError,
@@ -59,6 +60,7 @@ from ._pins import (
     pin_system,
     pin_system_and_initial_user,
 )
+from ._react import ReactResult, SessionLike, areact, react
 from ._records import CompactionRecord, CompactionWarning, Outcome, RecordHook
 from ._serialize import (
     component_from_record,
@@ -107,6 +109,9 @@ __all__ = [
     "Component",
     "DeliveredTools",
     "EmptySummaryError",
+    "Event",
+    "EventHook",
+    "EventKind",
     "ExtractiveBackend",
     "Fact",
     "FactKind",
@@ -127,12 +132,14 @@ __all__ = [
     "PinPredicate",
     "RateLimitError",
     "ReactInitiator",
+    "ReactResult",
     "RecordHook",
     "RequestRejectedError",
     "Role",
     "ScriptedBackend",
     "ScriptedReply",
     "ServerError",
+    "SessionLike",
     "SummaryToolCallError",
     "ThresholdCompactor",
     "TiktokenCounter",
@@ -147,6 +154,7 @@ __all__ = [
     "ToolSearch",
     "Usage",
     "WindowCompactor",
+    "areact",
     "component_from_record",
     "component_to_record",
     "components_from_json",
@@ -162,6 +170,7 @@ __all__ = [
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "react",
     "react_summary_prompt",
     "render_conversation",
     "run_blocking",
