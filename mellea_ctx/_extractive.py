@@ -257,7 +257,8 @@ class ExtractiveBackend:
         """Choose the next agent step offline: call one more relevant tool, or answer.
 
         The goal is the agent's ``ReactInitiator`` (else the first user
-        message). Each tool not called yet is scored by the words it shares
+        message). When a ``tool_search`` tool is offered, it first searches
+        with the goal. Then each tool not called yet is scored by the words it shares
         with the goal (its name, description and argument descriptions); the
         best one that shares any is called once, its required arguments filled
         from the goal (a quoted string, a path, a number) or with the goal
@@ -269,6 +270,11 @@ class ExtractiveBackend:
         if goal is None:
             goal = next((m.content for m in messages if m.role == "user"), "")
         called = {call.name for m in messages for call in m.tool_calls}
+        number = sum(1 for m in messages for _ in m.tool_calls) + 1
+        if "tool_search" not in called and any(t.name == "tool_search" for t in tools):
+            query = json.dumps({"query": goal}, ensure_ascii=False)
+            call = ToolCall(f"call_{number}", "tool_search", query)
+            return ModelOutputThunk("Searching the tool catalog.", tool_calls=[call])
         wanted = set(_words(goal))
         best: tuple[int, str] | None = None
         chosen: Tool | None = None
@@ -282,10 +288,13 @@ class ExtractiveBackend:
             if overlap and (best is None or (overlap, candidate.name) > best):
                 best, chosen = (overlap, candidate.name), candidate
         if chosen is not None:
-            number = sum(1 for m in messages for _ in m.tool_calls) + 1
             call = ToolCall(f"call_{number}", chosen.name, _arguments_for(chosen, goal))
             return ModelOutputThunk(f"Calling {chosen.name}.", tool_calls=[call])
-        results = "\n".join(f"[tool] {m.content}" for m in messages if m.tool_call_id)
+        results = "\n".join(
+            f"[tool] {m.content}"
+            for m in messages
+            if m.tool_call_id and m.name not in _HOUSEKEEPING
+        )
         if not results:
             return ModelOutputThunk("No tool matched the goal, so there is nothing to report.")
         counter = default_counter()

@@ -18,6 +18,10 @@ its own context:
 With a session (``SessionMemory.open(...)``), every finished turn is written
 to the store in one atomic commit, and a compaction replaces the stored
 dialogue; the system instructions are never stored.
+
+With a :class:`~mellea_ctx.ToolSearch`, deferred tools stay out of requests
+until the model finds them with ``tool_search``; definitions delivered in a
+session are not offered twice, and a compaction resets that record.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ._exceptions import InvalidArgumentError, InvalidContextError
 from ._formats import validate_openai
 from ._records import CompactionRecord, record_sink
 from ._summarize import LLMSummarizeCompactor, TokenBudgetCompactor, render_conversation
+from ._tool_search import ToolSearch
 from ._tools import Tool, tool
 
 __all__ = ["ReactResult", "SessionLike", "areact", "react"]
@@ -291,14 +296,31 @@ async def areact(
     model_options: Mapping[str, Any] | None = None,
     on_event: EventHook | None = None,
     session: SessionLike | None = None,
+    tool_search: ToolSearch | None = None,
 ) -> ReactResult:
     """Run the agent loop on ``goal`` (async). See :func:`react`."""
     user_tools = _validate(goal, loop_budget, tools, compactor)
+    if tool_search is not None and not isinstance(tool_search, ToolSearch):
+        msg = f"react: tool_search={tool_search!r} must be a ToolSearch"
+        raise InvalidArgumentError(msg)
     loop = _Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
-    offered = list(user_tools)
-    if compactor is not None:
-        offered += _builtin_tools(loop)
-    registry = {t.name: t for t in offered}
+    builtins = _builtin_tools(loop) if compactor is not None else []
+    delivered = None
+    if tool_search is not None:
+        owner = session.session_id if session is not None else f"react-{id(loop):x}"
+        delivered = tool_search.delivered(owner)
+        user_tools += tool_search.tools
+    registry = {t.name: t for t in [*user_tools, *builtins]}
+    if tool_search is not None and delivered is not None:
+        finder = tool_search.search_tool(delivered)
+        registry[finder.name] = finder
+
+    def offered() -> list[Tool]:
+        if tool_search is None or delivered is None:
+            return [*user_tools, *builtins]
+        plain = [t for t in user_tools if t.name not in {d.name for d in tool_search.tools}]
+        return [*plain, *tool_search.offered(delivered), *builtins]
+
     compaction_backend = None if _own_backend(compactor) is not None else backend
     if session is not None:
         loop.committed = _dialogue(ctx)
@@ -319,6 +341,8 @@ async def areact(
                 loop.compact_requested, loop.focus = False, ""
                 if loop.ctx is not before:
                     _commit(loop)
+                    if tool_search is not None and delivered is not None:
+                        tool_search.reset_after_compaction(delivered)
             loop.emit("turn_started")
             messages = loop.ctx.view_for_generation()
             problems = validate_openai(messages)
@@ -327,8 +351,9 @@ async def areact(
                     f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
                 )
                 raise InvalidContextError(msg)
+            tools_now = offered()
             output = await backend.generate(
-                messages, model_options=model_options, tools=offered or None
+                messages, model_options=model_options, tools=tools_now or None
             )
             if not isinstance(output, ModelOutputThunk):
                 msg = f"react: the backend returned {output!r}, not a ModelOutputThunk"
@@ -362,6 +387,7 @@ def react(
     model_options: Mapping[str, Any] | None = None,
     on_event: EventHook | None = None,
     session: SessionLike | None = None,
+    tool_search: ToolSearch | None = None,
 ) -> ReactResult:
     """Run a tool-calling agent loop on ``goal`` and return how it ended.
 
@@ -383,6 +409,8 @@ def react(
         model_options: Passed to the backend on every call.
         on_event: Receives an :class:`~mellea_ctx.Event` for each step.
         session: A session snapshot to write each finished turn to.
+        tool_search: Deferred tools found through a ``tool_search`` tool
+            (BM25); its catalog joins ``tools``.
 
     Returns:
         A :class:`ReactResult` with the answer (or ``None`` when the budget
@@ -418,6 +446,7 @@ def react(
             model_options=model_options,
             on_event=on_event,
             session=session,
+            tool_search=tool_search,
         ),
         timeout=None,
     )

@@ -372,3 +372,47 @@ class TestOfflineAgent:
         ]
         assert result.answer is not None and "42 units in stock" in result.answer
         assert result.turns == 2
+
+
+class TestToolSearchInTheLoop:
+    def test_deferred_tools_are_found_then_called(self) -> None:
+        """Deferred tools stay out until tool_search finds them, then they are offered and run."""
+        from mellea_ctx import ToolSearch
+
+        stock = tool(warehouse_stock.function, deferred=True)
+        billing = tool(billing_lookup.function, deferred=True)
+        search = ToolSearch([read_file, stock, billing])
+        script = Script(
+            ModelOutputThunk(
+                None, tool_calls=[call("tool_search", "s1", query="stock in warehouse")]
+            ),
+            ModelOutputThunk(None, tool_calls=[call("warehouse_stock", "s2", sku="AB-1")]),
+            "42 units.",
+        )
+        result = react(
+            "How many AB-1 in stock?", ChatContext(), ScriptedBackend(script), tool_search=search
+        )
+        assert result.answer == "42 units."
+        assert script.tool_names[0] == ["read_file", "tool_search"]
+        assert script.tool_names[1] == ["read_file", "tool_search", "warehouse_stock"]
+        assert "42 units in stock" in script.requests[2][-1].content
+
+    def test_offline_agent_searches_first(self) -> None:
+        """The offline agent searches the catalog with the goal, then calls what it found."""
+        from mellea_ctx import ExtractiveBackend, ToolSearch
+
+        search = ToolSearch(
+            [
+                tool(warehouse_stock.function, deferred=True),
+                tool(billing_lookup.function, deferred=True),
+            ]
+        )
+        result = react(
+            'How many units of SKU "AB-9" are in stock in the warehouse?',
+            ChatContext(),
+            ExtractiveBackend(),
+            tool_search=search,
+        )
+        names = [c.name for m in result.ctx for c in m.tool_calls]
+        assert names == ["tool_search", "warehouse_stock"]
+        assert result.answer is not None and "42 units" in result.answer
