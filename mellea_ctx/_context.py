@@ -340,11 +340,16 @@ class ChatContext(Sequence[Component]):
         if last_n_components is None:
             body = self._buf[self._start : self._end]
             return [*self._head, *body] if self._head else body
-        items = self.as_list()
-        if not isinstance(last_n_components, int) or last_n_components < 0:
+        if (
+            not isinstance(last_n_components, int)
+            or isinstance(last_n_components, bool)
+            or last_n_components < 0
+        ):
             msg = f"as_list: last_n_components={last_n_components!r} must be an int >= 0 or None"
             raise InvalidArgumentError(msg)
-        return items[len(items) - last_n_components :] if last_n_components else []
+        items = self.as_list()
+        # Negative slicing: asking for more than there is returns everything.
+        return items[-last_n_components:] if last_n_components else []
 
     def view_for_generation(self) -> list[Component]:
         """Return the components to send to the model for the next generation.
