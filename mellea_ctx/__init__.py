@@ -23,6 +23,7 @@ from ._components import (
     Usage,
 )
 from ._context import ChatContext
+from ._events import Event, EventHook, EventKind
 from ._exceptions import (
     BackendConnectionError,
     BackendError,
@@ -61,6 +62,7 @@ from ._pins import (
     pin_system,
     pin_system_and_initial_user,
 )
+from ._react import ReactResult, SessionLike, areact, react
 from ._records import CompactionRecord, CompactionWarning, Outcome, RecordHook
 from ._serialize import (
     component_from_record,
@@ -82,6 +84,14 @@ from ._summarize import (
     validate_prompt_template,
 )
 from ._tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
+from ._tool_search import (
+    SEARCH_TOOL_NAME,
+    DeliveredTools,
+    InMemoryMetaStore,
+    MetaStore,
+    ToolHit,
+    ToolSearch,
+)
 from ._tools import Tool, ToolArgumentError, tool, tool_schema
 
 __version__ = "0.1.0.dev0"
@@ -89,6 +99,7 @@ __all__ = [
     "CHECKPOINT_HEADER",
     "DEFAULT_PROMPT_TEMPLATE",
     "REPLY_PRIMING_TOKENS",
+    "SEARCH_TOOL_NAME",
     "AnthropicBackend",
     "Backend",
     "BackendConnectionError",
@@ -103,10 +114,15 @@ __all__ = [
     "CompactionWarning",
     "Compactor",
     "Component",
+    "DeliveredTools",
     "EmptySummaryError",
+    "Event",
+    "EventHook",
+    "EventKind",
     "ExtractiveBackend",
     "Fact",
     "FactKind",
+    "InMemoryMetaStore",
     "InlineCompactor",
     "InvalidArgumentError",
     "InvalidComponentError",
@@ -116,6 +132,7 @@ __all__ = [
     "MelleaCtxError",
     "MemoryStore",
     "Message",
+    "MetaStore",
     "ModelOutputThunk",
     "NotInlineCompactorError",
     "OpenAIBackend",
@@ -123,6 +140,7 @@ __all__ = [
     "PinPredicate",
     "RateLimitError",
     "ReactInitiator",
+    "ReactResult",
     "RecordHook",
     "RedisStore",
     "RequestRejectedError",
@@ -133,6 +151,7 @@ __all__ = [
     "ServerError",
     "Session",
     "SessionConflictError",
+    "SessionLike",
     "SessionMemory",
     "SessionStore",
     "SessionStoreError",
@@ -146,9 +165,12 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolCall",
+    "ToolHit",
     "ToolMessage",
+    "ToolSearch",
     "Usage",
     "WindowCompactor",
+    "areact",
     "component_from_record",
     "component_to_record",
     "components_from_json",
@@ -164,6 +186,7 @@ __all__ = [
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "react",
     "react_summary_prompt",
     "render_conversation",
     "run_blocking",

@@ -14,22 +14,13 @@ from typing import Any
 from ._anthropic_format import to_anthropic
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
-from ._provider_errors import map_provider_error
+from ._sdk_backend import SDKBackend
 from ._tools import Tool
 
 __all__ = ["AnthropicBackend"]
 
 
-def _sdk() -> Any:
-    try:
-        import anthropic
-    except ModuleNotFoundError as exc:
-        msg = "AnthropicBackend needs the anthropic SDK: pip install 'mellea-ctx[anthropic]'"
-        raise InvalidArgumentError(msg) from exc
-    return anthropic
-
-
-class AnthropicBackend:
+class AnthropicBackend(SDKBackend):
     """A backend on Anthropic's Messages API.
 
     The system prompt is sent apart, tool calls and results become
@@ -52,6 +43,11 @@ class AnthropicBackend:
         InvalidArgumentError: When the SDK is missing or no key is given.
     """
 
+    provider = "Anthropic"
+    sdk_module = "anthropic"
+    sdk_error = "AnthropicError"
+    extra = "anthropic"
+
     def __init__(
         self,
         model: str,
@@ -63,10 +59,6 @@ class AnthropicBackend:
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _sdk()
-        if not isinstance(model, str) or not model:
-            msg = f"AnthropicBackend: model={model!r} must be a model name"
-            raise InvalidArgumentError(msg)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key is None:
             msg = "AnthropicBackend needs an API key: pass api_key=... or set ANTHROPIC_API_KEY"
@@ -74,51 +66,38 @@ class AnthropicBackend:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
             msg = f"AnthropicBackend: max_tokens={max_tokens!r} must be an int > 0"
             raise InvalidArgumentError(msg)
-        self.model = model
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self._api_key = key
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self.model_options = {"max_tokens": max_tokens, **dict(model_options or {})}
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_options={"max_tokens": max_tokens, **dict(model_options or {})},
+        )
 
-    def __repr__(self) -> str:
-        return f"AnthropicBackend(model={self.model!r}, base_url={self.base_url!r})"
-
-    async def generate(
+    async def call(
         self,
+        sdk: Any,
         messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
-    ) -> ModelOutputThunk:
-        """Send ``messages`` to the Messages API and return the answer.
-
-        Raises:
-            BackendError: A subclass for each provider failure, chained to the
-                SDK's error.
-        """
-        anthropic = _sdk()
-        options = {**self.model_options, **dict(model_options or {})}
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one Messages API request, the system prompt sent apart."""
         if tools:
             options["tools"] = [definition.to_anthropic() for definition in tools]
         system, payload = to_anthropic(messages)
         if system is not None:
             options["system"] = system
-        try:
-            async with anthropic.AsyncAnthropic(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                timeout=self._timeout,
-                max_retries=self._max_retries,
-            ) as client:
-                response = await client.messages.create(
-                    model=self.model, messages=payload, **options
-                )
-        except Exception as exc:
-            mapped = map_provider_error(exc, "Anthropic", anthropic.AnthropicError)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        async with sdk.AsyncAnthropic(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        ) as client:
+            return await client.messages.create(model=self.model, messages=payload, **options)
+
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the answer: text blocks joined, tool_use blocks as calls, usage."""
         return _parse(response)
 
 

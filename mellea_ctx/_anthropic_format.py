@@ -19,7 +19,7 @@ from typing import Any
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidContextError
 
-__all__ = ["from_anthropic", "to_anthropic"]
+__all__ = ["from_anthropic", "to_anthropic", "tool_references_text"]
 
 _DATA_URI = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 
@@ -43,12 +43,45 @@ def _tool_input(call: ToolCall) -> dict[str, Any]:
     return {"arguments": call.arguments}
 
 
+def tool_references_text(names: Iterable[str]) -> str:
+    """Return a tool result that loads deferred tools: JSON ``tool_reference`` blocks.
+
+    :func:`to_anthropic` sends such a result as the blocks themselves, which
+    is how a client-side tool search answers on Anthropic; every other
+    result stays text.
+
+    Example:
+        >>> tool_references_text(["read_file"])
+        '[{"type": "tool_reference", "tool_name": "read_file"}]'
+    """
+    return json.dumps([{"type": "tool_reference", "tool_name": name} for name in names])
+
+
+def _tool_references(content: str) -> list[dict[str, Any]] | None:
+    """Return the blocks of a :func:`tool_references_text` result, else ``None``."""
+    if not content.startswith('[{"type": "tool_reference"'):
+        return None
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    if isinstance(value, list) and all(
+        isinstance(block, dict)
+        and set(block) == {"type", "tool_name"}
+        and block["type"] == "tool_reference"
+        and isinstance(block["tool_name"], str)
+        for block in value
+    ):
+        return value
+    return None
+
+
 def _blocks(component: Component) -> tuple[str, list[dict[str, Any]]]:
     """Return the Anthropic role and content blocks for one component."""
     call_id = component.tool_call_id
     if call_id is not None:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
-        block["content"] = component.content
+        block["content"] = _tool_references(component.content) or component.content
         return "user", [block]
     blocks: list[dict[str, Any]] = []
     if component.role == "system":
@@ -112,6 +145,15 @@ def _text(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
+        names = [
+            block["tool_name"]
+            for block in content
+            if isinstance(block, Mapping)
+            and block.get("type") == "tool_reference"
+            and isinstance(block.get("tool_name"), str)
+        ]
+        if names and len(names) == len(content):
+            return tool_references_text(names)
         return "\n".join(
             block.get("text", "")
             for block in content

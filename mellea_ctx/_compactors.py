@@ -58,6 +58,10 @@ class InlineCompactor(abc.ABC):
     def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
         """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes)."""
 
+    async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""
+        return self.compact(ctx, backend=backend)
+
 
 def _validate_pin(owner: str, pin_predicate: object) -> None:
     if not callable(pin_predicate):
@@ -199,12 +203,26 @@ class ThresholdCompactor(InlineCompactor):
             return ctx.token_count
         return ctx.last_usage_tokens
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
-        """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""
+    def due(self, ctx: ChatContext) -> bool:
+        """Return whether the reading of ``ctx`` is past the threshold."""
         threshold = self.threshold
         if threshold <= 0:
-            return ctx
+            return False
         reading = ctx.token_count if self.measure == "tokens" else ctx.last_usage_tokens
-        if reading is None or reading <= threshold:
+        return reading is not None and reading > threshold
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""
+        if not self.due(ctx):
             return ctx
+        return self.inner.compact(ctx, backend=backend)
+
+    async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
+        if not self.due(ctx):
+            return ctx
+        inner_async = getattr(self.inner, "acompact", None)
+        if inner_async is not None:
+            result: ChatContext = await inner_async(ctx, backend=backend)
+            return result
         return self.inner.compact(ctx, backend=backend)

@@ -7,9 +7,11 @@ wire format asks (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
 ``name``, ``images``), which is all the token counter, the pin predicates and
 the format converters need to know about it.
 
-The one hidden field, ``_token_memo``, remembers token counts already computed
-for this component (per counter), the way ``str`` caches its hash. It takes no
-part in equality, hashing or ``repr``.
+One hidden slot, ``_token_memo``, remembers token counts already computed for
+this component (per counter), the way ``str`` caches its hash. It is not an
+attrs field, so it takes no part in equality, hashing, ``repr``,
+``attrs.asdict`` / ``astuple`` / ``evolve`` or pickling: counting tokens
+changes nothing a caller can see.
 """
 
 from __future__ import annotations
@@ -106,18 +108,22 @@ def _json_arguments(value: object) -> object:
     return value
 
 
+class _TokenMemo:
+    """Holds the token memo in a plain slot, outside the attrs fields of its subclasses."""
+
+    __slots__ = ("_token_memo",)
+
+    _token_memo: tuple[tuple[object, int], ...]
+
+
 @attrs.define(frozen=True, slots=True)
-class Component:
+class Component(_TokenMemo):
     """Base class of everything a :class:`~mellea_ctx.ChatContext` holds.
 
     Subclass it (with ``@attrs.define(frozen=True, slots=True)``) to add your
     own component kinds; override the properties that differ from the
     defaults below. ``role`` and ``content`` are what a provider sees.
     """
-
-    _token_memo: tuple[tuple[object, int], ...] = attrs.field(
-        default=(), init=False, eq=False, hash=False, repr=False, order=False
-    )
 
     @property
     def role(self) -> Role:

@@ -285,6 +285,25 @@ class ChatContext(Sequence[Component]):
             head = tuple(items[:lo])
             buf = [*replacement, *items[hi:]]
             start, end = 0, len(buf)
+        tokens = self._tokens
+        if tokens is not None:
+            counter = self._counter
+            tokens += count_all(counter, replacement) - count_all(counter, removed)
+        return self._sibling(head, buf, start, end, tokens)
+
+    def _sibling(
+        self,
+        head: tuple[Component, ...],
+        buf: list[Component],
+        start: int,
+        end: int,
+        tokens: int | None,
+    ) -> ChatContext:
+        """Return a node holding ``head + buf[start:end]`` that inherits this one's settings.
+
+        Its previous node is built on first read; its usage reading is
+        dropped, since it described a different history.
+        """
         node = object.__new__(type(self))
         node._head, node._buf, node._start, node._end = head, buf, start, end
         node._previous = _LAZY if len(head) + end - start else None
@@ -295,10 +314,6 @@ class ChatContext(Sequence[Component]):
         node._linked = False
         node._usage = None
         node._loose = self._loose
-        tokens = self._tokens
-        if tokens is not None:
-            counter = self._counter
-            tokens += count_all(counter, replacement) - count_all(counter, removed)
         node._tokens = tokens
         return node
 
@@ -325,11 +340,16 @@ class ChatContext(Sequence[Component]):
         if last_n_components is None:
             body = self._buf[self._start : self._end]
             return [*self._head, *body] if self._head else body
-        items = self.as_list()
-        if not isinstance(last_n_components, int) or last_n_components < 0:
+        if (
+            not isinstance(last_n_components, int)
+            or isinstance(last_n_components, bool)
+            or last_n_components < 0
+        ):
             msg = f"as_list: last_n_components={last_n_components!r} must be an int >= 0 or None"
             raise InvalidArgumentError(msg)
-        return items[len(items) - last_n_components :] if last_n_components else []
+        items = self.as_list()
+        # Negative slicing: asking for more than there is returns everything.
+        return items[-last_n_components:] if last_n_components else []
 
     def view_for_generation(self) -> list[Component]:
         """Return the components to send to the model for the next generation.
@@ -371,26 +391,15 @@ class ChatContext(Sequence[Component]):
 
     def _shrunk(self) -> ChatContext:
         """Build the node holding this node's history minus its last component."""
-        node = object.__new__(type(self))
-        head, buf, start, end = self._head, self._buf, self._start, self._end
+        head, start, end = self._head, self._start, self._end
         if end > start:
             end -= 1
         else:
             head = head[:-1]
-        node._head, node._buf, node._start, node._end = head, buf, start, end
-        node._previous = _LAZY if len(head) + end - start else None
-        node._data = node._last()
-        node._compactor = self._compactor
-        node._counter = self._counter
-        node._window_size = self._window_size
-        node._linked = False
-        node._usage = None
-        node._loose = self._loose
         tokens = self._tokens
         if tokens is not None and self._data is not None:
             tokens -= count_memoized(self._counter, self._data)
-        node._tokens = tokens
-        return node
+        return self._sibling(head, self._buf, start, end, tokens)
 
     @property
     def node_data(self) -> Component | None:

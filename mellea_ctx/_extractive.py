@@ -12,10 +12,16 @@ the user said, for words that mark outcomes (``error``, ``fixed``,
 ``decided``, ...), and for recency. It is what the command line's
 ``--summarize`` uses by default, so the summarize strategy works on a fresh,
 offline machine.
+
+Given tools, it can also drive an agent loop offline (:meth:`ExtractiveBackend.next_step`):
+it calls each tool whose description shares words with the goal, once, then
+answers with the most informative sentences of the results. That is enough to
+run ``react`` end to end with no key and no network, and no more.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -24,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from ._components import Component, Message, ModelOutputThunk, Usage
+from ._components import Component, Message, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from ._exceptions import InvalidArgumentError
 from ._facts import extract_facts
 from ._tokens import default_counter
@@ -106,6 +112,43 @@ _STOPWORDS = frozenset(
 )
 
 
+# Tools an agent loop adds for its own housekeeping; the offline agent leaves them be.
+_HOUSEKEEPING = frozenset({"compact_context", "recall", "tool_search"})
+_QUOTED = re.compile(r"[\"“']([^\"”']{1,200})[\"”']")
+_PATHLIKE = re.compile(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.[A-Za-z]{1,5}\b")
+_INTEGER = re.compile(r"-?\b\d+\b")
+_NUMBER = re.compile(r"-?\b\d+(?:\.\d+)?\b")
+
+
+def _arguments_for(chosen: Tool, goal: str) -> str:
+    """Fill a tool's required arguments from the goal's text."""
+    schema = chosen.parameters
+    properties = schema.get("properties", {})
+    values: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        kind = properties.get(name, {}).get("type")
+        enum = properties.get(name, {}).get("enum")
+        if enum:
+            values[name] = enum[0]
+        elif kind == "integer":
+            found = _INTEGER.search(goal)
+            values[name] = int(found.group(0)) if found else 1
+        elif kind == "number":
+            found = _NUMBER.search(goal)
+            values[name] = float(found.group(0)) if found else 1.0
+        elif kind == "boolean":
+            values[name] = True
+        elif kind == "array":
+            values[name] = []
+        elif kind == "object":
+            values[name] = {}
+        else:
+            quoted = _QUOTED.search(goal)
+            pathlike = _PATHLIKE.search(goal)
+            values[name] = quoted.group(1) if quoted else pathlike.group(0) if pathlike else goal
+    return json.dumps(values, ensure_ascii=False)
+
+
 @attrs.define(frozen=True, slots=True)
 class _Sentence:
     position: int
@@ -184,12 +227,21 @@ class ExtractiveBackend:
         model_options: Mapping[str, Any] | None = None,
         tools: Sequence[Tool] | None = None,
     ) -> ModelOutputThunk:
-        """Return an extractive summary of the conversation in the last message."""
+        """Summarize the conversation in the last message, or act as a simple offline agent.
+
+        Given a summary request (a ``<conversation>`` block), it summarizes. Given
+        tools and no summary request, it plays an agent: see :meth:`next_step`.
+        """
         prompt = messages[-1].content if messages else ""
         match = _CONVERSATION.search(prompt)
-        text = match.group(1) if match else prompt
         counter = default_counter()
         input_tokens = sum(counter.count(message) for message in messages)
+        if match is None and tools:
+            step = self.next_step(messages, tools)
+            completion = counter.count(step)
+            usage = Usage(prompt_tokens=input_tokens, completion_tokens=completion)
+            return ModelOutputThunk(step.value, tool_calls=step.tool_calls, usage=usage)
+        text = match.group(1) if match else prompt
         options = dict(model_options or {})
         budget = options.get("max_tokens")
         if not isinstance(budget, int) or budget <= 0:
@@ -200,6 +252,54 @@ class ExtractiveBackend:
             summary,
             usage=Usage(prompt_tokens=input_tokens, completion_tokens=completion),
         )
+
+    def next_step(self, messages: Sequence[Component], tools: Sequence[Tool]) -> ModelOutputThunk:
+        """Choose the next agent step offline: call one more relevant tool, or answer.
+
+        The goal is the agent's ``ReactInitiator`` (else the first user
+        message). When a ``tool_search`` tool is offered, it first searches
+        with the goal. Then each tool not called yet is scored by the words it shares
+        with the goal (its name, description and argument descriptions); the
+        best one that shares any is called once, its required arguments filled
+        from the goal (a quoted string, a path, a number) or with the goal
+        itself. When no such tool is left, the answer is the most informative
+        sentences of the tool results. Deterministic, and honest about being
+        word overlap, not reasoning: for demos, tests and offline runs.
+        """
+        goal = next((m.content for m in messages if isinstance(m, ReactInitiator)), None)
+        if goal is None:
+            goal = next((m.content for m in messages if m.role == "user"), "")
+        called = {call.name for m in messages for call in m.tool_calls}
+        number = sum(1 for m in messages for _ in m.tool_calls) + 1
+        if "tool_search" not in called and any(t.name == "tool_search" for t in tools):
+            query = json.dumps({"query": goal}, ensure_ascii=False)
+            call = ToolCall(f"call_{number}", "tool_search", query)
+            return ModelOutputThunk("Searching the tool catalog.", tool_calls=[call])
+        wanted = set(_words(goal))
+        best: tuple[int, str] | None = None
+        chosen: Tool | None = None
+        for candidate in tools:
+            if candidate.name in called or candidate.name in _HOUSEKEEPING:
+                continue
+            text = " ".join(
+                [candidate.name.replace("_", " "), candidate.description, candidate.schema_json]
+            )
+            overlap = len(wanted & set(_words(text)))
+            if overlap and (best is None or (overlap, candidate.name) > best):
+                best, chosen = (overlap, candidate.name), candidate
+        if chosen is not None:
+            call = ToolCall(f"call_{number}", chosen.name, _arguments_for(chosen, goal))
+            return ModelOutputThunk(f"Calling {chosen.name}.", tool_calls=[call])
+        results = "\n".join(
+            f"[tool] {m.content}"
+            for m in messages
+            if m.tool_call_id and m.name not in _HOUSEKEEPING
+        )
+        if not results:
+            return ModelOutputThunk("No tool matched the goal, so there is nothing to report.")
+        counter = default_counter()
+        budget = max(self.min_tokens, int(counter.count_text(results) * self.ratio))
+        return ModelOutputThunk("From the tool results:\n" + self.summarize(results, budget))
 
     def summarize(self, text: str, budget: int) -> str:
         """Return the extractive summary of ``text`` in at most about ``budget`` tokens."""

@@ -14,22 +14,13 @@ from typing import Any
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
 from ._formats import to_openai
-from ._provider_errors import map_provider_error
+from ._sdk_backend import SDKBackend
 from ._tools import Tool
 
 __all__ = ["OpenAIBackend"]
 
 
-def _sdk() -> Any:
-    try:
-        import openai
-    except ModuleNotFoundError as exc:
-        msg = "OpenAIBackend needs the openai SDK: pip install 'mellea-ctx[openai]'"
-        raise InvalidArgumentError(msg) from exc
-    return openai
-
-
-class OpenAIBackend:
+class OpenAIBackend(SDKBackend):
     """A backend on the Chat Completions API of OpenAI or any compatible server.
 
     A new ``AsyncOpenAI`` client is opened for each call and closed after
@@ -60,6 +51,11 @@ class OpenAIBackend:
         OpenAIBackend(model='qwen2.5-coder', base_url='http://127.0.0.1:8080/v1')
     """
 
+    provider = "OpenAI"
+    sdk_module = "openai"
+    sdk_error = "OpenAIError"
+    extra = "openai"
+
     def __init__(
         self,
         model: str,
@@ -70,10 +66,6 @@ class OpenAIBackend:
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _sdk()
-        if not isinstance(model, str) or not model:
-            msg = f"OpenAIBackend: model={model!r} must be a model name, such as 'gpt-4o-mini'"
-            raise InvalidArgumentError(msg)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if key is None:
@@ -84,49 +76,37 @@ class OpenAIBackend:
                 )
                 raise InvalidArgumentError(msg)
             key = "not-needed"
-        self.model = model
-        self.base_url = base_url
-        self._api_key = key
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self.model_options = dict(model_options or {})
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_options=model_options,
+        )
 
-    def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
-
-    async def generate(
+    async def call(
         self,
+        sdk: Any,
         messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
-    ) -> ModelOutputThunk:
-        """Send ``messages`` to Chat Completions and return the first choice.
-
-        Raises:
-            BackendError: A subclass for each provider failure (see
-                :mod:`mellea_ctx._provider_errors`), chained to the SDK's error.
-        """
-        openai = _sdk()
-        options = {**self.model_options, **dict(model_options or {})}
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one Chat Completions request."""
         if tools:
             options["tools"] = [definition.to_openai() for definition in tools]
-        payload = to_openai(messages)
-        try:
-            async with openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                timeout=self._timeout,
-                max_retries=self._max_retries,
-            ) as client:
-                response = await client.chat.completions.create(
-                    model=self.model, messages=payload, **options
-                )
-        except Exception as exc:
-            mapped = map_provider_error(exc, "OpenAI", openai.OpenAIError)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        async with sdk.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        ) as client:
+            return await client.chat.completions.create(
+                model=self.model, messages=to_openai(messages), **options
+            )
+
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the first choice: text, tool calls and usage."""
         return _parse(response)
 
 

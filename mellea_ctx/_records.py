@@ -10,13 +10,14 @@ also raise a :class:`CompactionWarning`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Literal
 
 import attrs
 
 from ._facts import Fact
 
-__all__ = ["CompactionRecord", "CompactionWarning", "Outcome", "RecordHook"]
+__all__ = ["CompactionRecord", "CompactionWarning", "Outcome", "RecordHook", "record_sink"]
 
 Outcome = Literal["applied", "skipped", "failed", "cancelled"]
 
@@ -64,3 +65,9 @@ class CompactionRecord:
 
 #: A callback that receives each record.
 RecordHook = Callable[[CompactionRecord], None]
+
+#: Where records also go while it is set: an agent loop points it at its event
+#: hook for the compactions it runs, so records reach events without the
+#: compactor being built with ``on_record``. Context variables follow the
+#: bridge into its worker thread, so this works for ``compact()`` too.
+record_sink: ContextVar[RecordHook | None] = ContextVar("mellea_ctx_record_sink", default=None)

@@ -136,10 +136,11 @@ def default_counter() -> TiktokenCounter:
 def count_memoized(counter: TokenCounter, component: Component) -> int:
     """Return ``counter.count(component)``, computing it at most once per pair.
 
-    The count is cached on the component (a hidden field outside equality and
-    hashing), keyed by the counter's identity.
+    The count is cached on the component (a hidden slot that is not an attrs
+    field, so invisible to equality, hashing, ``asdict`` and pickling), keyed by
+    the counter's identity.
     """
-    memo = component._token_memo
+    memo: tuple[tuple[object, int], ...] = getattr(component, "_token_memo", ())
     for owner, tokens in memo:
         if owner is counter:
             return tokens

@@ -11,6 +11,7 @@ from mellea_ctx import (
     CompactionRecord,
     Compactor,
     Component,
+    DeliveredTools,
     ExtractiveBackend,
     InlineCompactor,
     LLMSummarizeCompactor,
@@ -28,8 +29,11 @@ from mellea_ctx import (
     TiktokenCounter,
     TokenBudgetCompactor,
     TokenCounter,
+    Tool,
     ToolCall,
+    ToolHit,
     ToolMessage,
+    ToolSearch,
     WindowCompactor,
     from_openai,
     pin_system,
@@ -92,3 +96,18 @@ def check_sessions(path: str) -> None:
     stored = RedisStore("redis://127.0.0.1:6379/0", prefix="app:").load("s1")
     assert_type(stored, StoredSession)
     assert_type(store.append("s1", [Message("user", "a")], expected_version=0), int)
+
+
+def check_tool_search(tools: list[Tool]) -> None:
+    search = ToolSearch(tools, limit=5, catalog="system")
+    delivered = search.delivered("s1")
+    assert_type(delivered, DeliveredTools)
+    assert_type(delivered.names, tuple[str, ...])
+    assert_type(search.search("stock", exclude=delivered.names), list[ToolHit])
+    assert_type(search.search("stock")[0].score, float)
+    assert_type(search.search_tool(delivered, references=True), Tool)
+    assert_type(search.offered(delivered), list[Tool])
+    assert_type(search.openai_tools(delivered), list[dict[str, Any]])
+    assert_type(search.anthropic_tools(), list[dict[str, Any]])
+    assert_type(search.catalog_text(), str)
+    assert_type(search.reset_after_compaction(delivered), bool)

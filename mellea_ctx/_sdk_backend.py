@@ -1,0 +1,111 @@
+"""What the OpenAI and Anthropic backends share: settings, options, and the error boundary.
+
+A subclass names its provider, imports its SDK, makes one call and parses
+the answer; this base merges model options, renders tool definitions, and
+maps every failure of the call to our exceptions (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from ._components import Component, ModelOutputThunk
+from ._exceptions import InvalidArgumentError
+from ._provider_errors import map_provider_error
+from ._tools import Tool
+
+__all__ = ["SDKBackend"]
+
+
+class SDKBackend(abc.ABC):
+    """Base of the backends that call a provider through its official SDK."""
+
+    #: The provider's name, for messages.
+    provider: ClassVar[str]
+    #: The SDK's module name and its root exception class's name.
+    sdk_module: ClassVar[str]
+    sdk_error: ClassVar[str]
+    #: The extra that installs the SDK.
+    extra: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        max_retries: int,
+        model_options: Mapping[str, Any] | None,
+    ) -> None:
+        self.sdk()
+        name = type(self).__name__
+        if not isinstance(model, str) or not model:
+            msg = f"{name}: model={model!r} must be a model name"
+            raise InvalidArgumentError(msg)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            msg = f"{name}: timeout={timeout!r} must be a number of seconds > 0"
+            raise InvalidArgumentError(msg)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            msg = f"{name}: max_retries={max_retries!r} must be an int >= 0"
+            raise InvalidArgumentError(msg)
+        self.model = model
+        self.base_url = base_url
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self.model_options = dict(model_options or {})
+
+    @classmethod
+    def sdk(cls) -> Any:
+        """Import and return the provider's SDK module, or say how to install it."""
+        try:
+            return importlib.import_module(cls.sdk_module)
+        except ModuleNotFoundError as exc:
+            install = f"pip install 'mellea-ctx[{cls.extra}]'"
+            msg = f"{cls.__name__} needs the {cls.sdk_module} SDK: {install}"
+            raise InvalidArgumentError(msg) from exc
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Send ``messages`` (and ``tools``) to the provider and return its answer.
+
+        Raises:
+            BackendError: A subclass for each provider failure (see
+                :mod:`mellea_ctx._provider_errors`), chained to the original.
+        """
+        sdk = self.sdk()
+        options = {**self.model_options, **dict(model_options or {})}
+        try:
+            response = await self.call(sdk, messages, options, tools or ())
+        except Exception as exc:
+            mapped = map_provider_error(exc, self.provider, getattr(sdk, self.sdk_error))
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return self.parse(response)
+
+    @abc.abstractmethod
+    async def call(
+        self,
+        sdk: Any,
+        messages: Sequence[Component],
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one request with a client opened (and closed) for it; return the raw response."""
+
+    @abc.abstractmethod
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the response as a ``ModelOutputThunk``; raise ``MalformedResponseError``."""

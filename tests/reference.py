@@ -1,0 +1,182 @@
+"""A plain-list reference model of contexts and compaction.
+
+Written from DESIGN.md and the compactors' documented contracts, on plain
+lists and with no shortcuts, so the tests can compare the package's fast
+paths (shared buffers, slice bounds, lazy totals) against something obviously
+right.
+
+Terms:
+
+* a *tool exchange* is an assistant component with tool calls plus the
+  results answering them; it *spans* from the call to its last result, or to
+  the end of the history and beyond when some result is still missing (open);
+* a cut at ``k`` (keep ``items[k:]``) is *safe* when no exchange spans it;
+* the *prefix* is where the pin predicate says, moved forward to the next
+  safe cut when it falls inside an exchange.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from mellea_ctx import Component, ModelOutputThunk, ThresholdCompactor, WindowCompactor
+
+__all__ = [
+    "Model",
+    "compact",
+    "exchange_spans",
+    "model_add",
+    "prefix_end",
+    "safe_cuts",
+    "tool_pair_problems",
+    "total",
+    "window_cut",
+]
+
+_OPEN = 1 << 60  # an open exchange spans past any cut
+
+
+def exchange_spans(items: Sequence[Component]) -> list[tuple[int, int]]:
+    """Return ``(call_index, last_result_index)`` per exchange; an open one ends at ``_OPEN``."""
+    caller: dict[str, int] = {}  # call id -> index of the component that made the call
+    last: dict[int, int] = {}
+    waiting: dict[int, int] = {}
+    for index, component in enumerate(items):
+        if component.tool_calls:
+            for call in component.tool_calls:
+                caller[call.id] = index
+            last[index] = index
+            waiting[index] = len({call.id for call in component.tool_calls})
+        call_id = component.tool_call_id
+        if call_id is not None and call_id in caller:
+            origin = caller.pop(call_id)
+            last[origin] = index
+            waiting[origin] -= 1
+    return [(start, _OPEN if waiting[start] else end) for start, end in last.items()]
+
+
+def safe_cuts(items: Sequence[Component]) -> list[bool]:
+    """Return ``table[k]`` for ``0 <= k <= len(items)``: whether a cut at ``k`` is safe."""
+    table = [True] * (len(items) + 1)
+    for start, end in exchange_spans(items):
+        for k in range(start + 1, min(end, len(items)) + 1):
+            table[k] = False
+    return table
+
+
+def prefix_end(items: Sequence[Component], pin: Any) -> int:
+    """Return the end of the protected prefix: the pin, moved to the next safe cut."""
+    table = safe_cuts(items)
+    end = pin(items)
+    while end < len(items) and not table[end]:
+        end += 1
+    return end
+
+
+def window_cut(items: Sequence[Component], size: int, pin: Any) -> tuple[int, int]:
+    """Return ``(p, k)``: a window keeps ``items[:p] + items[k:]``.
+
+    ``k`` is the largest safe cut that keeps at least ``size`` body components;
+    ``k == p`` when nothing can be dropped.
+    """
+    p = prefix_end(items, pin)
+    n = len(items)
+    if n - p <= size:
+        return p, p
+    table = safe_cuts(items)
+    return p, max(k for k in range(p, n - size + 1) if table[k] or k == p)
+
+
+def total(items: Sequence[Component], counter: Any) -> int:
+    """Return the token total of ``items``, asking ``counter`` itself (not the package's memo)."""
+    return sum(_count(counter, c) for c in items)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _count(counter: Any, component: Component) -> int:
+    # Keyed by value: equal components have equal counts under a deterministic counter.
+    return counter.count(component)
+
+
+def compact(
+    compactor: Any, items: tuple[Component, ...], usage: int | None, counter: Any
+) -> tuple[Component, ...]:
+    """Return what ``compactor`` keeps of ``items`` (the same tuple when it keeps all)."""
+    if isinstance(compactor, WindowCompactor):
+        p, k = window_cut(items, compactor.size, compactor.pin_predicate)
+        return items if k == p else items[:p] + items[k:]
+    if isinstance(compactor, ThresholdCompactor):
+        reading = total(items, counter) if compactor.measure == "tokens" else usage
+        if compactor.threshold <= 0 or reading is None or reading <= compactor.threshold:
+            return items
+        return compact(compactor.inner, items, usage, counter)
+    msg = f"no reference for {compactor!r}"
+    raise NotImplementedError(msg)
+
+
+@attrs.frozen
+class Model:
+    """What a context should read back as: its components and its usage reading."""
+
+    items: tuple[Component, ...] = ()
+    usage: int | None = None
+
+    def compacted(self, compactor: Any, counter: Any) -> tuple[Model, bool]:
+        """Return the model after ``compactor`` and whether anything was dropped."""
+        kept = compact(compactor, self.items, self.usage, counter)
+        if kept is self.items:
+            return self, False
+        return Model(kept, None), True
+
+    def shrunk(self) -> Model:
+        """The model of a compacted context's lazily built ``previous_node``."""
+        return Model(self.items[:-1], None)
+
+
+def model_add(
+    model: Model, component: Component, compactor: Any, counter: Any
+) -> tuple[Model, Model, bool]:
+    """Model ``ctx.add(component)``: return the node before compaction, the result, and
+    whether the compactor dropped anything."""
+    usage = model.usage
+    if type(component) is ModelOutputThunk and component.usage is not None:
+        usage = component.usage.total_tokens
+    node = Model((*model.items, component), usage)
+    if compactor is None:
+        return node, node, False
+    result, changed = node.compacted(compactor, counter)
+    return node, result, changed
+
+
+def tool_pair_problems(result: Sequence[Component], source: Sequence[Component]) -> list[str]:
+    """Return what is wrong with ``result``'s tool exchanges, as ``source`` had them.
+
+    Every result must have its call earlier; every call of an exchange that is
+    closed in ``source`` must have all its results in ``result``; and an open
+    exchange at the end of ``source`` must end ``result`` too, whole.
+    """
+    problems = []
+    seen_calls: set[str] = set()
+    for index, component in enumerate(result):
+        seen_calls.update(call.id for call in component.tool_calls)
+        call_id = component.tool_call_id
+        if call_id is not None and call_id not in seen_calls:
+            problems.append(f"result {call_id!r} at {index} has no call before it")
+    answered = {c.tool_call_id for c in result}
+    source_spans = dict(exchange_spans(source))
+    for component in result:
+        for call in component.tool_calls:
+            start = next(i for i, c in enumerate(source) if c is component)
+            if source_spans[start] != _OPEN and call.id not in answered:
+                problems.append(f"call {call.id!r} of a closed exchange lost its result")
+    for start, end in exchange_spans(source):
+        if end == _OPEN:
+            tail = list(source[start:])
+            kept = list(result[len(result) - len(tail) :]) if len(result) >= len(tail) else []
+            if len(tail) > len(result) or any(a is not b for a, b in zip(kept, tail, strict=True)):
+                problems.append(f"the open exchange starting at {start} was not kept whole")
+    return problems
