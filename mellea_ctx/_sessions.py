@@ -177,14 +177,13 @@ class Session:
 
         Args:
             system: The system instructions: a str (one system message) or
-                components to place first (a system message and few-shot
-                examples, for instance).
+                system messages, placed first.
             compactor: An inline compactor the context carries; it runs once
                 on the full context here, and after every later ``add``.
             counter: The token counter (tiktoken ``o200k_base`` by default).
 
         Raises:
-            InvalidArgumentError: When ``system`` is neither a str nor components.
+            InvalidArgumentError: When ``system`` is neither a str nor system messages.
 
         Example:
             >>> from mellea_ctx import Message
@@ -297,6 +296,15 @@ def _instructions(system: object) -> tuple[Component, ...]:
                 "build it as Message('system', text)"
             )
             raise InvalidComponentError(msg)
+        if not _is_instruction(item):
+            # Stored dialogue is told from instructions by role alone (replace() and react
+            # strip the leading system messages), so anything else here would be stored.
+            msg = (
+                f"Session.context: system[{index}] is a {item.role} message, and instructions "
+                "are system messages only: anything else in front of the dialogue would be "
+                "stored with it after a compaction; put few-shot examples in the system text"
+            )
+            raise InvalidArgumentError(msg)
     return items
 
 

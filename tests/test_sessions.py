@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -13,6 +16,7 @@ from mellea_ctx import (
     ChatContext,
     Checkpoint,
     Component,
+    DeliveredTools,
     ExtractiveBackend,
     InvalidArgumentError,
     InvalidComponentError,
@@ -20,16 +24,23 @@ from mellea_ctx import (
     LLMSummarizeCompactor,
     MemoryStore,
     Message,
+    MetaStore,
     ModelOutputThunk,
     NotInlineCompactorError,
+    ReactInitiator,
+    ScriptedBackend,
     Session,
     SessionConflictError,
     SessionMemory,
     SessionStore,
+    SQLiteStore,
     ThresholdCompactor,
     ToolCall,
     ToolMessage,
     WindowCompactor,
+    pin_react_initiator,
+    react,
+    tool,
     validate_openai,
 )
 
@@ -129,11 +140,11 @@ class TestContext:
             session.commit(tool_turn(k))
         assert [] == [c for c in memory.messages("s1") if c.role == "system"]
 
-    def test_instructions_as_components(self, memory: SessionMemory) -> None:
-        """A sequence of components (a prompt and a few-shot pair) is placed first, as given."""
-        shots = (Message("system", SYSTEM), Message("user", "2+2?"), Message("assistant", "4"))
+    def test_instructions_as_system_messages(self, memory: SessionMemory) -> None:
+        """A sequence of system messages is placed first, as given."""
+        prompt = (Message("system", SYSTEM), Message("system", "Tools: read_file."))
         session = memory.open("s1").commit([Message("user", "hi")])
-        assert [*shots, Message("user", "hi")] == session.context(system=shots).as_list()
+        assert [*prompt, Message("user", "hi")] == session.context(system=prompt).as_list()
 
     def test_no_instructions(self, memory: SessionMemory) -> None:
         """Without instructions the context is the dialogue; an empty session gives a root."""
@@ -188,6 +199,11 @@ class TestContext:
             (42, InvalidArgumentError, "system=42 must be a str or a sequence"),
             (Message("system", "x"), InvalidArgumentError, "must be a str or a sequence"),
             (["prompt"], InvalidComponentError, "system[0]='prompt' is not a Component"),
+            (
+                [Message("system", "x"), Message("user", "2+2?")],
+                InvalidArgumentError,
+                "system[1] is a user message, and instructions are system messages only",
+            ),
         ],
     )
     def test_bad_instructions(
@@ -456,3 +472,101 @@ class TestAcrossStores:
         assert isinstance(memory.open("s1"), Session)
         assert memory.open("s1") == memory.open("s1")
         assert isinstance(memory.open("s1").context(), ChatContext)
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the project.
+
+    Args:
+        path: The file to read.
+    """
+    return f"contents of {path}: " + "def handler(): return 42\n" * 12
+
+
+def reader_model(files: int) -> Any:
+    """A scripted model that reads ``files`` files, one per turn, then answers."""
+
+    def model(messages: Sequence[Component], options: Mapping[str, Any]) -> Any:
+        if "<conversation>" in messages[-1].content:
+            return "Earlier: files were read; every handler returns 42."  # a summary request
+        assert [] == validate_openai(messages)
+        done = sum(1 for m in messages if m.tool_call_id is not None)
+        if done < files:
+            made = ToolCall(f"c{done}-{uuid.uuid4().hex[:6]}", "read_file", {"path": f"m{done}.py"})
+            return ModelOutputThunk(f"Reading m{done}.py.", tool_calls=[made])
+        return "Every handler returns 42."
+
+    return model
+
+
+class TestWithReact:
+    def test_each_finished_turn_is_committed(self, store: SessionStore) -> None:
+        """react commits the goal, each tool step and the answer; instructions are not stored."""
+        memory = SessionMemory(store)
+        session = memory.open("agent")
+        result = react(
+            "What do the handlers return?",
+            session.context(system=SYSTEM),
+            ScriptedBackend(reader_model(2)),
+            tools=[read_file],
+            session=session,
+        )
+        stored = memory.open("agent")
+        assert "Every handler returns 42." == result.answer
+        assert result.session == stored
+        assert (4, 6) == (stored.version, len(stored.dialogue))  # goal, 2 steps, answer
+        assert isinstance(stored.dialogue[0], ReactInitiator)
+        assert [] == [c for c in stored.dialogue if c.role == "system"]
+        assert list(stored.dialogue) == result.ctx.as_list()[1:]
+
+    def test_a_compaction_replaces_the_stored_dialogue(self, store_factory: StoreFactory) -> None:
+        """A run that compacts stores its checkpoint; a later request elsewhere goes on from it."""
+        memory = SessionMemory(store_factory())
+        session = memory.open("agent")
+        compactor = ThresholdCompactor(
+            LLMSummarizeCompactor(keep_n=2, pin_predicate=pin_react_initiator), threshold=600
+        )
+        result = react(
+            "Read the modules.",
+            session.context(system=SYSTEM),
+            ScriptedBackend(reader_model(6)),
+            tools=[read_file],
+            compactor=compactor,
+            session=session,
+            loop_budget=20,
+        )
+        worker_b = SessionMemory(store_factory())  # another worker on the same store
+        stored = worker_b.open("agent")
+        assert any(isinstance(c, Checkpoint) for c in stored.dialogue)
+        assert list(stored.dialogue) == result.ctx.as_list()[1:]
+        checkpoint = next(c for c in stored.dialogue if isinstance(c, Checkpoint))
+        assert checkpoint.span  # kept by the store, so recall works after a restart
+        follow_up = react(
+            "And the last one?",
+            stored.context(system="A changed prompt."),
+            ScriptedBackend(lambda m, o: "Also 42."),
+            session=stored,
+        )
+        assert "Also 42." == follow_up.answer
+        assert [] == validate_openai(worker_b.messages("agent"))
+
+    def test_delivered_tools_live_in_session_metadata(self, tmp_path: Path) -> None:
+        """tool_search's record rides in the session's metadata through the documented adapter."""
+
+        class SessionMeta:
+            def __init__(self, store: SessionStore) -> None:
+                self.store = store
+
+            def get(self, session_id: str, key: str) -> str | None:
+                return self.store.load(session_id).meta.get(key)
+
+            def set(self, session_id: str, key: str, value: str | None) -> None:
+                self.store.set_meta(session_id, key, value)
+
+        with SQLiteStore(tmp_path / "s.db") as store:
+            adapter = SessionMeta(store)
+            assert isinstance(adapter, MetaStore)
+            DeliveredTools("agent", adapter).record(["read_file"])
+            with SQLiteStore(tmp_path / "s.db") as again:  # another process, same file
+                assert ("read_file",) == DeliveredTools("agent", SessionMeta(again)).names
