@@ -257,14 +257,15 @@ class ExtractiveBackend:
         """Choose the next agent step offline: call one more relevant tool, or answer.
 
         The goal is the newest ``ReactInitiator`` (else the first user
-        message); only what followed it counts. When a ``tool_search`` tool is offered, it first searches
-        with the goal. Then each tool not called yet is scored by the words it shares
-        with the goal (its name, description and argument descriptions); the
-        best one that shares any is called once, its required arguments filled
-        from the goal (a quoted string, a path, a number) or with the goal
-        itself. When no such tool is left, the answer is the most informative
-        sentences of the tool results. Deterministic, and honest about being
-        word overlap, not reasoning: for demos, tests and offline runs.
+        message); only what followed it counts. When a ``tool_search`` tool is
+        offered, it first searches with the goal. Then each tool not called
+        yet is scored by the words it shares with the goal (its name,
+        description and argument descriptions); the best one that shares any
+        is called once, its required arguments filled from the goal (a quoted
+        string, a path, a number) or with the goal itself. When no such tool
+        is left, the answer is the most informative sentences of the tool
+        results. Deterministic, and honest about being word overlap, not
+        reasoning: for demos, tests and offline runs.
         """
         # Call ids must be unique in the whole history, earlier goals included.
         number = sum(1 for m in messages for _ in m.tool_calls) + 1
