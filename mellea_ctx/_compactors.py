@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from ._boundaries import window_cut
+from ._boundaries import prefix_end, window_cut
 from ._exceptions import InvalidArgumentError
-from ._pins import PinPredicate, pin_system
+from ._pins import PinPredicate, is_prefix_stable, pin_system
 
 if TYPE_CHECKING:
     from ._backend import Backend
@@ -125,7 +125,32 @@ class WindowCompactor(InlineCompactor):
 
         Returns ``ctx`` itself when the body already fits. ``backend`` is unused.
         """
-        p, k = window_cut(ctx, self.size, self.pin_predicate, loose=ctx._loose)
+        size = self.size
+        head, buf, start = ctx._head, ctx._buf, ctx._start
+        n = len(head) + ctx._end - start
+        if n <= size:
+            return ctx
+        if ctx._loose or size == 0:
+            p, k = window_cut(ctx, size, self.pin_predicate, loose=ctx._loose)
+        else:
+            # The per-add path of an inline window, kept free of calls: in a
+            # contiguous history a cut before ``k`` is unsafe exactly when the
+            # component at ``k`` is a tool result (see _boundaries.py).
+            pin = self.pin_predicate
+            p = n
+            if is_prefix_stable(pin):
+                # Its answer on the first few components holds for the whole
+                # history as long as it stops short of their end.
+                front = [*head, *buf[start : start + 2]]
+                p = prefix_end(front, pin)
+                if p >= len(front):
+                    p = n
+            if p == n:
+                p = prefix_end(ctx, pin)
+            k = n - size
+            hl = len(head)
+            while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
+                k -= 1
         if k <= p:
             return ctx
         return ctx._replace(p, k)

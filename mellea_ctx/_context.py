@@ -278,18 +278,19 @@ class ChatContext(Sequence[Component]):
         if not 0 <= lo <= hi <= n:
             msg = f"cannot replace [{lo}:{hi}] in a context of {n} components"
             raise InvalidArgumentError(msg)
+        tokens = self._tokens
         if lo == len(head) and not replacement:  # drop the oldest body: move a bound
-            removed = buf[start : start + hi - lo]
+            if tokens is not None:
+                tokens -= count_all(self._counter, buf[start : start + hi - lo])
             start += hi - lo
             if start >= _REPACK_MIN and start > end - start:
                 buf, start, end = buf[start:end], 0, end - start
-        else:
-            items = self.as_list()
-            removed = items[lo:hi]
-            head = tuple(items[:lo])
-            buf = [*replacement, *items[hi:]]
-            start, end = 0, len(buf)
-        tokens = self._tokens
+            return self._sibling(head, buf, start, end, tokens)
+        items = self.as_list()
+        removed = items[lo:hi]
+        head = tuple(items[:lo])
+        buf = [*replacement, *items[hi:]]
+        start, end = 0, len(buf)
         if tokens is not None:
             counter = self._counter
             tokens += count_all(counter, replacement) - count_all(counter, removed)

@@ -8,6 +8,12 @@ can never orphan a tool result.
 
 Predicates should look only at the front of the sequence and stop early:
 compactors that ride inside a context call them on every add.
+
+The built-in ``pin_nothing``, ``pin_system`` and
+``pin_system_and_initial_user`` are *prefix-stable*: once their answer is
+shorter than the history, appending components never changes it. So the
+window compactor asks them about the first few components only, and asks
+about the whole history only when the answer reaches the end of those.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from ._components import Component, ReactInitiator
 
 __all__ = [
     "PinPredicate",
+    "is_prefix_stable",
     "pin_nothing",
     "pin_react_initiator",
     "pin_system",
@@ -26,6 +33,11 @@ __all__ = [
 
 #: A function from the context's components to the end of the protected prefix.
 PinPredicate = Callable[[Sequence[Component]], int]
+
+
+def is_prefix_stable(pin_predicate: object) -> bool:
+    """Return whether appending never changes the predicate's answer once it is short of the end."""
+    return id(pin_predicate) in _STABLE_IDS
 
 
 def pin_nothing(components: Sequence[Component]) -> int:
@@ -94,3 +106,8 @@ def pin_react_initiator(components: Sequence[Component]) -> int:
         if isinstance(component, ReactInitiator):
             return index + 1
     return pin_system(components)
+
+
+# By identity (module-level functions live as long as the module): a set of
+# ids is one hash lookup, and it never calls a user predicate's __eq__/__hash__.
+_STABLE_IDS = frozenset(map(id, (pin_nothing, pin_system, pin_system_and_initial_user)))

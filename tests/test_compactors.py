@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mellea_ctx import (
     ChatContext,
@@ -241,3 +245,34 @@ class TestThresholdCompactor:
         with pytest.raises(InvalidArgumentError) as info:
             ThresholdCompactor(*args, **kwargs)  # type: ignore[arg-type]
         assert message in str(info.value)
+
+
+class TestWindowFastPath:
+    @given(
+        roles=st.lists(st.sampled_from(["system", "user", "assistant"]), max_size=30),
+        size=st.integers(min_value=0, max_value=6),
+        pin=st.sampled_from([pin_nothing, pin_system, pin_system_and_initial_user]),
+        inline=st.booleans(),
+    )
+    def test_matches_the_general_cut(
+        self, roles: list[str], size: int, pin: Any, inline: bool
+    ) -> None:
+        """The per-add path gives what the general cut gives, later system messages included."""
+        from mellea_ctx._boundaries import window_cut
+
+        compactor = WindowCompactor(size=size, pin_predicate=pin)
+        plain = build(*[Message(r, f"{r} {i}") for i, r in enumerate(roles)])  # type: ignore[arg-type]
+        ctx = build(*plain.as_list(), compactor=compactor) if inline else compactor.compact(plain)
+        expected = plain.as_list()
+        if inline:  # replay the general cut one add at a time
+            expected = []
+            for component in plain:
+                expected.append(component)
+                p, k = window_cut(expected, size, pin, loose=False)
+                if k > p:
+                    expected = expected[:p] + expected[k:]
+        else:
+            p, k = window_cut(expected, size, pin, loose=False)
+            if k > p:
+                expected = expected[:p] + expected[k:]
+        assert ctx.as_list() == expected
