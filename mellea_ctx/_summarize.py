@@ -391,6 +391,7 @@ class TokenBudgetCompactor(InlineCompactor):
             lambda: self._engine.replace(
                 ctx, p, k, backend, target=target, instructions=instructions
             ),
+            target,
         )
         return self._engine.settle(outcome)
 
@@ -400,8 +401,7 @@ class TokenBudgetCompactor(InlineCompactor):
             return None
         p, k, reason = self.span(ctx)
         if k <= p:
-            over = ctx.token_count > self.target_tokens
-            self._engine.record(ctx, "skipped", reason, over_target=over)
+            self._engine.record(ctx, "skipped", reason, target=self.target_tokens)
             return None
         return p, k
 
