@@ -225,8 +225,10 @@ class TokenBudgetCompactor(InlineCompactor):
 
     Args:
         max_tokens: The trigger, in tokens.
-        keep_recent_tokens: At least this much recent dialogue stays verbatim
-            (default: a quarter of ``target_tokens``).
+        keep_recent_tokens: At least this much recent dialogue stays verbatim,
+            in whole turns, unless reaching ``target_tokens`` needs more turns
+            folded into the summary; the current turn always stays (default:
+            a quarter of ``target_tokens``).
         target_tokens: The size to aim for after compacting.
         summary_tokens: Room reserved for the summary when fitting the target;
             also sent as ``max_tokens`` to the backend unless ``model_options``
