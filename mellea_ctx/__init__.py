@@ -40,6 +40,8 @@ from ._exceptions import (
     RateLimitError,
     RequestRejectedError,
     ServerError,
+    SessionConflictError,
+    SessionStoreError,
     SummaryToolCallError,
     TokenizerDataError,
 )
@@ -68,6 +70,11 @@ from ._serialize import (
     components_from_json,
     components_to_json,
 )
+from ._sessions import Session, SessionMemory
+from ._store import SessionStore, StoredSession
+from ._store_memory import MemoryStore
+from ._store_redis import RedisStore
+from ._store_sqlite import SQLiteStore
 from ._summarize import (
     DEFAULT_PROMPT_TEMPLATE,
     LLMSummarizeCompactor,
@@ -123,6 +130,7 @@ __all__ = [
     "LLMSummarizeCompactor",
     "MalformedResponseError",
     "MelleaCtxError",
+    "MemoryStore",
     "Message",
     "MetaStore",
     "ModelOutputThunk",
@@ -134,12 +142,20 @@ __all__ = [
     "ReactInitiator",
     "ReactResult",
     "RecordHook",
+    "RedisStore",
     "RequestRejectedError",
     "Role",
+    "SQLiteStore",
     "ScriptedBackend",
     "ScriptedReply",
     "ServerError",
+    "Session",
+    "SessionConflictError",
     "SessionLike",
+    "SessionMemory",
+    "SessionStore",
+    "SessionStoreError",
+    "StoredSession",
     "SummaryToolCallError",
     "ThresholdCompactor",
     "TiktokenCounter",

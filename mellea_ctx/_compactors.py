@@ -139,9 +139,13 @@ class ThresholdCompactor(InlineCompactor):
     """Run ``inner`` only when the context has grown past ``threshold`` tokens.
 
     By default the gate reads the context's exact running token total
-    (``ctx.token_count``): O(1) per add (one encode of the added component),
-    no lag, and right after ``inner`` has compacted it reads the new, smaller
-    total, so it does not fire again until the context has really grown back.
+    (``ctx.token_count``): no lag, and right after ``inner`` has compacted it
+    reads the new, smaller total, so it does not fire again until the context
+    has really grown back. While a cheap upper bound of the total (UTF-8
+    bytes plus framing, for the default counter) is under the threshold, the
+    gate decides without encoding anything: far from the threshold an add
+    costs about as much as a plain add; near it, one encode of the added
+    component.
 
     ``measure="usage"`` reads instead the ``total_tokens`` a provider last
     reported (on a ``ModelOutputThunk``), for provider-exact figures. That
@@ -208,8 +212,13 @@ class ThresholdCompactor(InlineCompactor):
         threshold = self.threshold
         if threshold <= 0:
             return False
-        reading = ctx.token_count if self.measure == "tokens" else ctx.last_usage_tokens
-        return reading is not None and reading > threshold
+        if self.measure == "usage":
+            reading = ctx.last_usage_tokens
+            return reading is not None and reading > threshold
+        # Under the threshold by a cheap upper bound: under it exactly, with no encode.
+        if ctx._token_bound() <= threshold:
+            return False
+        return ctx.token_count > threshold
 
     def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
         """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""

@@ -109,11 +109,27 @@ def _json_arguments(value: object) -> object:
 
 
 class _TokenMemo:
-    """Holds the token memo in a plain slot, outside the attrs fields of its subclasses."""
+    """The plain (non-attrs) root of every component.
+
+    It holds the token memo in a plain slot, outside the attrs fields of its
+    subclasses, and the wire attributes most components do not have, as
+    class-level defaults that a subclass's field overrides (reading a class
+    attribute is cheaper than calling a property on the hot paths that ask
+    every component whether it is a tool result).
+    """
 
     __slots__ = ("_token_memo",)
 
     _token_memo: tuple[tuple[object, int], ...]
+
+    #: Tool calls an assistant component asks for; empty for every other role.
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: For a tool result, the id of the call it answers; otherwise ``None``.
+    tool_call_id: str | None = None
+    #: An optional participant or tool name sent with the message.
+    name: str | None = None
+    #: Image URLs or data URIs attached to the message.
+    images: tuple[str, ...] = ()
 
 
 @attrs.define(frozen=True, slots=True)
@@ -121,8 +137,10 @@ class Component(_TokenMemo):
     """Base class of everything a :class:`~mellea_ctx.ChatContext` holds.
 
     Subclass it (with ``@attrs.define(frozen=True, slots=True)``) to add your
-    own component kinds; override the properties that differ from the
-    defaults below. ``role`` and ``content`` are what a provider sees.
+    own component kinds; override what differs from the defaults: ``role``
+    and ``content`` (properties), and ``tool_calls``, ``tool_call_id``,
+    ``name`` and ``images`` (empty or ``None`` unless a subclass has them).
+    ``role`` and ``content`` are what a provider sees.
     """
 
     @property
@@ -134,26 +152,6 @@ class Component(_TokenMemo):
     def content(self) -> str:
         """The text sent to the provider for this component."""
         return ""
-
-    @property
-    def tool_calls(self) -> tuple[ToolCall, ...]:
-        """Tool calls an assistant component asks for; empty for every other role."""
-        return ()
-
-    @property
-    def tool_call_id(self) -> str | None:
-        """For a tool result, the id of the call it answers; otherwise ``None``."""
-        return None
-
-    @property
-    def name(self) -> str | None:
-        """An optional participant or tool name sent with the message."""
-        return None
-
-    @property
-    def images(self) -> tuple[str, ...]:
-        """Image URLs or data URIs attached to the message."""
-        return ()
 
 
 @attrs.define(frozen=True, slots=True)

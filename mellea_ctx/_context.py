@@ -96,6 +96,7 @@ class ChatContext(Sequence[Component]):
 
     __slots__ = (
         "__weakref__",
+        "_bound",
         "_buf",
         "_compactor",
         "_counter",
@@ -122,6 +123,7 @@ class ChatContext(Sequence[Component]):
     _start: int
     _tokens: int | None
     _usage: int | None
+    _bound: int | None
     _buf: list[Component]
     _window_size: int | None
 
@@ -171,6 +173,7 @@ class ChatContext(Sequence[Component]):
         self._start = 0
         self._end = 0
         self._tokens = 0
+        self._bound = 0
         self._linked = False
         self._usage = None
         self._loose = False
@@ -205,6 +208,7 @@ class ChatContext(Sequence[Component]):
         node._counter = previous._counter
         node._window_size = previous._window_size
         node._tokens = None
+        node._bound = None
         node._linked = True
         if type(data) is ModelOutputThunk and data.usage is not None:
             node._usage = data.usage.total_tokens
@@ -315,6 +319,7 @@ class ChatContext(Sequence[Component]):
         node._usage = None
         node._loose = self._loose
         node._tokens = tokens
+        node._bound = tokens
         return node
 
     # -- reading --------------------------------------------------------------
@@ -467,6 +472,39 @@ class ChatContext(Sequence[Component]):
             assert data is not None
             total += count_memoized(counter, data)
             later._tokens = total
+        return total
+
+    def _token_bound(self) -> int:
+        """Return a cheap upper bound of ``token_count`` (exactly it, once that is known).
+
+        A counter with a ``bound(component)`` method (``TiktokenCounter`` has
+        one: a token never spans less than one byte) gives a bound without
+        encoding anything; the bound is carried forward in O(1) per add, like
+        the total. A threshold gate that sees the bound under its threshold
+        knows the exact total is too, and encodes nothing.
+        """
+        bound = self._bound
+        if bound is not None:
+            return bound
+        counter = self._counter
+        measure = getattr(counter, "bound", None)
+        if measure is None:
+            return self.token_count
+        pending: list[ChatContext] = []
+        node = self
+        while node._bound is None and node._tokens is None and node._linked:
+            pending.append(node)
+            previous = node._previous
+            assert isinstance(previous, ChatContext)
+            node = previous
+        total = node._bound if node._bound is not None else node._tokens
+        if total is None:
+            total = sum(measure(component) for component in node)
+            node._bound = total
+        for later in reversed(pending):
+            assert later._data is not None
+            total += measure(later._data)
+            later._bound = total
         return total
 
     @property

@@ -17,10 +17,12 @@ so ``except ValueError`` keeps working for code that does not know us::
     │   ├── ServerError                             the provider answered 5xx (retryable)
     │   ├── RequestRejectedError                    the provider answered 4xx (not retryable)
     │   └── MalformedResponseError                  the answer could not be understood
-    └── CompactionError              (RuntimeError) a compaction could not be applied
-        ├── EmptySummaryError                       the summary came back empty
-        ├── SummaryToolCallError                    the summarizer asked for tools
-        └── CompactionTimeoutError   (TimeoutError) the compaction ran out of time
+    ├── CompactionError              (RuntimeError) a compaction could not be applied
+    │   ├── EmptySummaryError                       the summary came back empty
+    │   ├── SummaryToolCallError                    the summarizer asked for tools
+    │   └── CompactionTimeoutError   (TimeoutError) the compaction ran out of time
+    ├── SessionConflictError         (RuntimeError) another writer changed the session first
+    └── SessionStoreError            (RuntimeError) a session store failed (locked, unreachable)
 
 Messages name the bad argument, show its value with ``repr``, say what was
 expected, and suggest the fix.
@@ -44,6 +46,8 @@ __all__ = [
     "RateLimitError",
     "RequestRejectedError",
     "ServerError",
+    "SessionConflictError",
+    "SessionStoreError",
     "SummaryToolCallError",
     "TokenizerDataError",
 ]
@@ -143,3 +147,40 @@ class SummaryToolCallError(CompactionError):
 
 class CompactionTimeoutError(CompactionError, TimeoutError):
     """The compaction did not finish within its timeout."""
+
+
+class SessionConflictError(MelleaCtxError, RuntimeError):
+    """A session write was based on a version another writer had already moved past.
+
+    Raised instead of writing, so nothing is lost: reload the session, redo the
+    turn on the fresh snapshot, and commit again.
+
+    Attributes:
+        session_id: The session written to.
+        expected_version: The version the write was based on.
+        actual_version: The version the store holds.
+    """
+
+    def __init__(self, session_id: str, expected_version: int, actual_version: int) -> None:
+        msg = (
+            f"session {session_id!r} is at version {actual_version}, not at "
+            f"expected_version={expected_version!r}: another writer changed it first, and "
+            f"nothing was written; reload it with memory.open({session_id!r}) and retry the turn"
+        )
+        super().__init__(msg)
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+    def __reduce__(self) -> tuple[type[SessionConflictError], tuple[str, int, int]]:
+        return type(self), (self.session_id, self.expected_version, self.actual_version)
+
+
+class SessionStoreError(MelleaCtxError, RuntimeError):
+    """A session store could not do what was asked: locked too long, unreachable, or damaged.
+
+    The store's own exception (``sqlite3.Error``, ``redis.RedisError``) is chained
+    as ``__cause__``. A write that raised this was applied whole or not at all,
+    but when the connection broke after the server received it, the caller
+    cannot tell which: reload the session and look before writing again.
+    """

@@ -256,21 +256,25 @@ class ExtractiveBackend:
     def next_step(self, messages: Sequence[Component], tools: Sequence[Tool]) -> ModelOutputThunk:
         """Choose the next agent step offline: call one more relevant tool, or answer.
 
-        The goal is the agent's ``ReactInitiator`` (else the first user
-        message). When a ``tool_search`` tool is offered, it first searches
-        with the goal. Then each tool not called yet is scored by the words it shares
-        with the goal (its name, description and argument descriptions); the
-        best one that shares any is called once, its required arguments filled
-        from the goal (a quoted string, a path, a number) or with the goal
-        itself. When no such tool is left, the answer is the most informative
-        sentences of the tool results. Deterministic, and honest about being
-        word overlap, not reasoning: for demos, tests and offline runs.
+        The goal is the newest ``ReactInitiator`` (else the first user
+        message); only what followed it counts. When a ``tool_search`` tool is
+        offered, it first searches with the goal. Then each tool not called
+        yet is scored by the words it shares with the goal (its name,
+        description and argument descriptions); the best one that shares any
+        is called once, its required arguments filled from the goal (a quoted
+        string, a path, a number) or with the goal itself. When no such tool
+        is left, the answer is the most informative sentences of the tool
+        results. Deterministic, and honest about being word overlap, not
+        reasoning: for demos, tests and offline runs.
         """
-        goal = next((m.content for m in messages if isinstance(m, ReactInitiator)), None)
-        if goal is None:
+        # Call ids must be unique in the whole history, earlier goals included.
+        number = sum(1 for m in messages for _ in m.tool_calls) + 1
+        starts = [i for i, m in enumerate(messages) if isinstance(m, ReactInitiator)]
+        if starts:  # the current goal: the newest one, and only what followed it
+            goal, messages = messages[starts[-1]].content, messages[starts[-1] :]
+        else:
             goal = next((m.content for m in messages if m.role == "user"), "")
         called = {call.name for m in messages for call in m.tool_calls}
-        number = sum(1 for m in messages for _ in m.tool_calls) + 1
         if "tool_search" not in called and any(t.name == "tool_search" for t in tools):
             query = json.dumps({"query": goal}, ensure_ascii=False)
             call = ToolCall(f"call_{number}", "tool_search", query)

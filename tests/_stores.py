@@ -1,0 +1,64 @@
+"""One fixture for every store, so each store test runs on memory, SQLite and a real Redis.
+
+Import it into a test module (``from ._stores import store_fixture``); it is
+registered as ``store``. ``make_store(kind, ...)`` opens another store on the
+same place (a second worker on the same file or server).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from mellea_ctx import MemoryStore, RedisStore, SessionStore, SQLiteStore
+
+from ._redis import RedisServer
+
+__all__ = ["STORE_KINDS", "StoreFactory", "store_factory_fixture", "store_fixture"]
+
+STORE_KINDS = ["memory", "sqlite", "redis"]
+
+#: Opens one more store on the place the test's store uses (for memory: the same object).
+StoreFactory = Callable[[], SessionStore]
+
+
+@pytest.fixture(params=STORE_KINDS, name="store_factory")
+def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """A factory of stores that all see the same sessions, one per store kind."""
+    opened: list[SQLiteStore | RedisStore] = []
+    kind = request.param
+    if kind == "memory":
+        shared = MemoryStore()
+
+        def factory() -> SessionStore:
+            return shared
+
+    elif kind == "sqlite":
+        path = tmp_path / "sessions.db"
+
+        def factory() -> SessionStore:
+            store = SQLiteStore(path)
+            opened.append(store)
+            return store
+
+    else:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        prefix = f"test-{uuid.uuid4().hex}:"
+
+        def factory() -> SessionStore:
+            store = RedisStore(server.url, prefix=prefix)
+            opened.append(store)
+            return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(name="store")
+def store_fixture(store_factory: StoreFactory) -> SessionStore:
+    """A fresh, empty store of each kind."""
+    return store_factory()
