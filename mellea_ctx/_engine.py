@@ -128,10 +128,20 @@ class Engine:
         if sink is not None:
             sink(record)
 
-    def record(self, ctx: ChatContext, outcome: Outcome, reason: str, **fields: Any) -> None:
+    def record(
+        self,
+        ctx: ChatContext,
+        outcome: Outcome,
+        reason: str,
+        *,
+        target: int | None = None,
+        **fields: Any,
+    ) -> None:
+        """Report what happened to ``ctx``; ``over_target`` is read off what it left."""
         tokens = ctx.token_count
         fields.setdefault("components_after", len(ctx))
         fields.setdefault("tokens_after", tokens)
+        fields["over_target"] = target is not None and fields["tokens_after"] > target
         self.report(
             CompactionRecord(
                 strategy=self.owner,
@@ -201,10 +211,16 @@ class Engine:
                 f"{self.owner}: the summary",
             )
         except asyncio.CancelledError:
-            self.record(ctx, "cancelled", "the compaction was cancelled", seconds=_since(started))
+            self.record(
+                ctx,
+                "cancelled",
+                "the compaction was cancelled",
+                target=target,
+                seconds=_since(started),
+            )
             raise
         except (BackendError, CompactionError) as exc:
-            return self.fail(ctx, exc, started)
+            return self.fail(ctx, exc, started, target)
         lost = missing_facts(facts, summary)
         checkpoint = Checkpoint(
             summary,
@@ -225,6 +241,7 @@ class Engine:
                 ctx,
                 "skipped",
                 reason,
+                target=target,
                 seconds=_since(started),
                 facts_checked=tuple(facts),
                 facts_carried=tuple(lost),
@@ -236,19 +253,28 @@ class Engine:
             ctx,
             "applied",
             "",
+            target=target,
             components_after=len(result),
             tokens_after=tokens_after,
             removed=len(span),
             seconds=_since(started),
             facts_checked=tuple(facts),
             facts_carried=tuple(lost),
-            over_target=target is not None and tokens_after > target,
         )
         return result
 
-    def fail(self, ctx: ChatContext, error: Exception, started: float) -> Failed:
+    def fail(
+        self, ctx: ChatContext, error: Exception, started: float, target: int | None = None
+    ) -> Failed:
         """Record a failure; hand it to the public method, which raises or warns."""
-        self.record(ctx, "failed", str(error), seconds=_since(started), error=repr(error))
+        self.record(
+            ctx,
+            "failed",
+            str(error),
+            target=target,
+            seconds=_since(started),
+            error=repr(error),
+        )
         return Failed(ctx, error)
 
     def settle(self, outcome: ChatContext | Failed) -> ChatContext:
@@ -264,14 +290,16 @@ class Engine:
         )
         return outcome.ctx
 
-    def run_sync(self, ctx: ChatContext, make: Any) -> ChatContext | Failed:
+    def run_sync(
+        self, ctx: ChatContext, make: Any, target: int | None = None
+    ) -> ChatContext | Failed:
         started = time.perf_counter()
         try:
             result: ChatContext | Failed = run_blocking(make, timeout=self.settings.timeout + 5.0)
         except CompactionTimeoutError as exc:
             # The coroutine enforces the timeout itself; this is the bridge's
             # safety net for a backend that ignores cancellation.
-            return self.fail(ctx, exc, started)
+            return self.fail(ctx, exc, started, target)
         return result
 
 

@@ -44,7 +44,8 @@ class CompactionRecord:
         seconds: Wall time spent, model call included.
         facts_checked: Exact details looked for in the summary.
         facts_carried: The ones the summary lost, carried over verbatim.
-        over_target: The result is above the compactor's target size.
+        over_target: The result (for an outcome other than ``applied``, the
+            context left as it was) is above the compactor's target size.
         error: The error's ``repr`` when the outcome is ``failed``.
     """
 

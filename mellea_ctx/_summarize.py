@@ -225,8 +225,10 @@ class TokenBudgetCompactor(InlineCompactor):
 
     Args:
         max_tokens: The trigger, in tokens.
-        keep_recent_tokens: At least this much recent dialogue stays verbatim
-            (default: a quarter of ``target_tokens``).
+        keep_recent_tokens: At least this much recent dialogue stays verbatim,
+            in whole turns, unless reaching ``target_tokens`` needs more turns
+            folded into the summary; the current turn always stays (default:
+            a quarter of ``target_tokens``).
         target_tokens: The size to aim for after compacting.
         summary_tokens: Room reserved for the summary when fitting the target;
             also sent as ``max_tokens`` to the backend unless ``model_options``
@@ -391,6 +393,7 @@ class TokenBudgetCompactor(InlineCompactor):
             lambda: self._engine.replace(
                 ctx, p, k, backend, target=target, instructions=instructions
             ),
+            target,
         )
         return self._engine.settle(outcome)
 
@@ -400,8 +403,7 @@ class TokenBudgetCompactor(InlineCompactor):
             return None
         p, k, reason = self.span(ctx)
         if k <= p:
-            over = ctx.token_count > self.target_tokens
-            self._engine.record(ctx, "skipped", reason, over_target=over)
+            self._engine.record(ctx, "skipped", reason, target=self.target_tokens)
             return None
         return p, k
 

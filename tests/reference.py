@@ -12,7 +12,10 @@ Terms:
   the end of the history and beyond when some result is still missing (open);
 * a cut at ``k`` (keep ``items[k:]``) is *safe* when no exchange spans it;
 * the *prefix* is where the pin predicate says, moved forward to the next
-  safe cut when it falls inside an exchange.
+  safe cut when it falls inside an exchange;
+* a summarizing compactor replaces a *span* ``items[p:k]`` (``p`` the end of
+  the prefix, ``k`` a safe cut) with one checkpoint; ``k == p`` means there is
+  nothing to summarize.
 """
 
 from __future__ import annotations
@@ -23,17 +26,27 @@ from typing import Any
 
 import attrs
 
-from mellea_ctx import Component, ModelOutputThunk, ThresholdCompactor, WindowCompactor
+from mellea_ctx import (
+    Checkpoint,
+    Component,
+    ModelOutputThunk,
+    ThresholdCompactor,
+    WindowCompactor,
+)
 
 __all__ = [
     "Model",
+    "budget_cut",
     "compact",
     "exchange_spans",
     "model_add",
     "prefix_end",
+    "replaced_count",
     "safe_cuts",
+    "summarize_cut",
     "tool_pair_problems",
     "total",
+    "turn_starts",
     "window_cut",
 ]
 
@@ -180,3 +193,76 @@ def tool_pair_problems(result: Sequence[Component], source: Sequence[Component])
             if len(tail) > len(result) or any(a is not b for a, b in zip(kept, tail, strict=True)):
                 problems.append(f"the open exchange starting at {start} was not kept whole")
     return problems
+
+
+def summarize_cut(items: Sequence[Component], keep_n: int, pin: Any) -> tuple[int, int]:
+    """Return ``(p, k)``: the span ``LLMSummarizeCompactor`` replaces.
+
+    Everything but the prefix and the last ``keep_n`` body components, the
+    cut moved back so that no exchange is split: a window's cut. A span that
+    is only an earlier checkpoint (by type, not text) has nothing new in it.
+    """
+    p, k = window_cut(items, keep_n, pin)
+    if k - p == 1 and isinstance(items[p], Checkpoint):
+        return p, p
+    return p, k
+
+
+def turn_starts(items: Sequence[Component], p: int, boundary: str) -> list[int]:
+    """Return where turns begin after the prefix: safe cuts before user input.
+
+    User input is a user-role component that answers no call and is not a
+    checkpoint (which summarizes turns, it does not open one). With
+    ``boundary="model_step"`` each assistant component also begins a turn.
+    """
+    table = safe_cuts(items)
+    roles = ("user", "assistant") if boundary == "model_step" else ("user",)
+    return [
+        index
+        for index in range(p, len(items))
+        if items[index].role in roles
+        and items[index].tool_call_id is None
+        and not isinstance(items[index], Checkpoint)
+        and table[index]
+    ]
+
+
+def budget_cut(
+    items: Sequence[Component],
+    counter: Any,
+    pin: Any,
+    *,
+    keep: int,
+    target: int,
+    reserve: int,
+    boundary: str,
+) -> tuple[int, int]:
+    """Return ``(p, k)``: the span a due ``TokenBudgetCompactor`` replaces.
+
+    Keep the most recent ``keep`` tokens, widened back to the start of the
+    turn that holds the cut; then, while the estimate (prefix, ``reserve``
+    for the summary, what is kept) is above ``target``, fold the next turn
+    into the summary, down to the current turn, which is never split.
+    """
+    p = prefix_end(items, pin)
+    starts = turn_starts(items, p, boundary)
+    if not starts or starts[-1] <= p:
+        return p, p
+    cut, kept = len(items), 0
+    while cut > p and kept < keep:
+        cut -= 1
+        kept += _count(counter, items[cut])
+    k = max((s for s in starts if s <= cut), default=p)
+    prefix = total(items[:p], counter)
+    for start in [k, *(s for s in starts if s > k)]:
+        k = start
+        if prefix + reserve + total(items[k:], counter) <= target:
+            break
+    if k - p == 1 and isinstance(items[p], Checkpoint):
+        return p, p
+    return p, k
+
+
+def replaced_count(span: Sequence[Component]) -> int:
+    """Return how many original messages ``span`` stands for: a checkpoint its own count."""
+    return sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span)
