@@ -167,6 +167,11 @@ def quote(text: str) -> str:
     return _LINE_BREAK.sub(r"\g<0>  ", text)
 
 
+def _field(text: str) -> str:
+    """A name or id as it may stand inside a header: on one line, brackets removed."""
+    return " ".join(text.replace("[", "(").replace("]", ")").split())
+
+
 def render_conversation(components: Sequence[Component]) -> str:
     """Render components as the quoted transcript a summarizer reads.
 
@@ -193,7 +198,8 @@ def render_conversation(components: Sequence[Component]) -> str:
             continue
         call_id = component.tool_call_id
         if call_id is not None:
-            name = component.name or names.get(call_id, "tool")
+            call_id = _field(call_id)
+            name = _field(component.name or names.get(call_id, "tool"))
             text = component.content
             if len(text) > _TOOL_HEAD + _TOOL_TAIL:
                 omitted = len(text) - _TOOL_HEAD - _TOOL_TAIL
@@ -201,10 +207,13 @@ def render_conversation(components: Sequence[Component]) -> str:
                 text = text[:_TOOL_HEAD] + elided + text[-_TOOL_TAIL:]
             lines.append(f"[tool {name} result id={call_id}] {quote(text)}")
             continue
-        header = component.role if not component.name else f"{component.role} {component.name}"
+        header = (
+            component.role if not component.name else f"{component.role} {_field(component.name)}"
+        )
         if component.content:
             lines.append(f"[{header}] {quote(component.content)}")
         for call in component.tool_calls:
-            names[call.id] = call.name
-            lines.append(f"[{header} called {call.name} id={call.id}] {quote(call.arguments)}")
+            names[_field(call.id)] = call.name
+            called = f"called {_field(call.name)} id={_field(call.id)}"
+            lines.append(f"[{header} {called}] {quote(call.arguments)}")
     return "\n".join(lines)
