@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from mellea_ctx import (
     ChatContext,
-    Component,
     InvalidArgumentError,
     Message,
     ModelOutputThunk,
@@ -26,12 +25,7 @@ from mellea_ctx import (
     pin_system_and_initial_user,
 )
 
-
-def build(*components: Component, **kwargs: object) -> ChatContext:
-    ctx = ChatContext(**kwargs)  # type: ignore[arg-type]
-    for component in components:
-        ctx = ctx.add(component)
-    return ctx
+from .helpers import build
 
 
 def contents(ctx: ChatContext) -> list[str]:

@@ -24,13 +24,7 @@ from mellea_ctx import (
     WindowCompactor,
 )
 
-
-def build(*components: Component, **kwargs: object) -> ChatContext:
-    """Return a context made by adding ``components`` one by one."""
-    ctx = ChatContext(**kwargs)  # type: ignore[arg-type]
-    for component in components:
-        ctx = ctx.add(component)
-    return ctx
+from .helpers import build
 
 
 def contents(components: object) -> list[str]:

@@ -42,14 +42,9 @@ from mellea_ctx import (
     render_conversation,
 )
 
+from .helpers import build
+
 SYSTEM = Message("system", "You are a coding agent.")
-
-
-def build(*components: Component) -> ChatContext:
-    ctx = ChatContext()
-    for component in components:
-        ctx = ctx.add(component)
-    return ctx
 
 
 def chatter(n: int, start: int = 0) -> list[Component]:
