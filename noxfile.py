@@ -48,6 +48,24 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "--python-version", "3.11", "tests/typing")
 
 
+@nox.session
+def reliability(session: nox.Session) -> None:
+    """The slow fault-injection suites (docs/reliability.md): backends, stores, cancellation."""
+    session.install("-e", ".[test]")
+    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "")}
+    session.run(
+        "pytest",
+        "tests",
+        "--reliability",
+        "-m",
+        "reliability",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={k: v for k, v in env.items() if v},
+    )
+
+
 # mellea 0.8.0's declared dependencies (openai, ollama, nltk, math_verify with sympy,
 # rouge_score, ...) come to about 270 MB in a venv, and the modules the benchmark imports
 # (mellea.core, mellea.stdlib.components, mellea.stdlib.context) use none of them. So mellea
