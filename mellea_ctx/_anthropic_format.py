@@ -50,7 +50,7 @@ def tool_references_text(names: Iterable[str]) -> str:
     is how a client-side tool search answers on Anthropic; every other
     result stays text.
 
-    Example:
+    Examples:
         >>> tool_references_text(["read_file"])
         '[{"type": "tool_reference", "tool_name": "read_file"}]'
     """
@@ -107,7 +107,7 @@ def to_anthropic(components: Iterable[Component]) -> tuple[str | None, list[dict
     merged, tool results first, and a history that starts with the assistant
     gets a short user turn in front, since the API wants user first.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ToolCall, ToolMessage
         >>> system, messages = to_anthropic([
         ...     Message("system", "Be brief."),

@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 2 for a usage error or input the command cannot use
         (nothing is written then), 1 for an internal error.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from mellea_ctx import load_conversation
         >>> with tempfile.TemporaryDirectory() as folder:

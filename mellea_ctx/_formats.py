@@ -254,7 +254,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
             role, or a field of the wrong type; the error names the message
             index and the field.
 
-    Example:
+    Examples:
         >>> from_openai([
         ...     {"role": "user", "content": "List the files"},
         ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1",
@@ -341,7 +341,7 @@ def to_openai(components: Iterable[Component]) -> list[dict[str, Any]]:
             whose ``role`` is ``"tool"`` without a ``tool_call_id`` (or the
             other way round).
 
-    Example:
+    Examples:
         >>> from mellea_ctx import CBlock, ModelOutputThunk
         >>> to_openai([CBlock("Hi"), ModelOutputThunk("Hello!")])
         [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello!'}]
@@ -447,7 +447,7 @@ def validate_openai(components: Iterable[Component]) -> list[str]:
     Returns:
         One line per problem, ``"message N: ..."``, in message order.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ToolMessage
         >>> validate_openai([ToolMessage("ok", tool_call_id="call_9")])  # doctest: +ELLIPSIS
         ["message 0: tool result for tool_call_id='call_9' answers no earlier tool call; ..."]
@@ -562,7 +562,7 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
             error names the file, then the line (JSONL, counted from 1) or the
             message index (JSON, from 0), then the field.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     path = pathlib.Path(folder) / "chat.jsonl"
@@ -645,7 +645,7 @@ def dump_conversation(
         InvalidComponentError: For an item :func:`to_openai` cannot write.
         OSError: When the file cannot be written.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from mellea_ctx import Message
         >>> with tempfile.TemporaryDirectory() as folder:

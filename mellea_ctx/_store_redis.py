@@ -112,7 +112,7 @@ class RedisStore:
         InvalidArgumentError: For a URL redis-py cannot read, or a prefix that
             is not a str.
 
-    Example:
+    Examples:
         >>> store = RedisStore("redis://127.0.0.1:6379/0", prefix="myapp:")  # connects lazily
         >>> store.close()
     """

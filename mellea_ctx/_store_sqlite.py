@@ -107,7 +107,7 @@ class SQLiteStore:
         SessionStoreError: When the file cannot be opened or holds a layout
             from another version of mellea-ctx.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> from mellea_ctx import Message
         >>> with tempfile.TemporaryDirectory() as tmp:
