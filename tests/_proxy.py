@@ -105,6 +105,7 @@ class ReplyDropper:
 
     def close(self) -> None:
         """Stop accepting, close every connection, and wait for the pump threads."""
+        _shut(self._listener)  # wakes the accept() of the acceptor thread
         self._listener.close()
         for sock in self._sockets:
             _shut(sock)

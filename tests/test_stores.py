@@ -553,6 +553,25 @@ class TestSQLiteStore:
         assert 3 == len({id(c) for c in seen}) and store._connection() not in seen
         store.close()
 
+    def test_a_full_database_names_the_fix_and_keeps_the_last_turn(self, tmp_path: Path) -> None:
+        """Regression: SQLITE_FULL used to say "check that the directory is writable"."""
+        path = tmp_path / "sessions.db"
+        store = SQLiteStore(path)
+        store.append("s1", [Message("user", "kept")], expected_version=0)
+        # Cap this connection's file at its current size: the next page it needs is "full".
+        connection = store._connection()
+        (pages,) = connection.execute("PRAGMA page_count").fetchone()
+        connection.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(SessionStoreError) as caught:
+            store.append("s1", [Message("user", "x" * 100_000)], expected_version=1)
+        assert f"SQLiteStore({str(path)!r}): append failed because the disk holding the file " in (
+            str(caught.value)
+        )
+        assert "free space on that disk, or move the file to a larger one" in str(caught.value)
+        stored = SQLiteStore(path).load("s1")
+        assert (1, (Message("user", "kept"),)) == (stored.version, stored.components)
+        store.close()
+
 
 class TestRedisStore:
     def test_keys_live_under_the_prefix(self, redis_server: RedisServer) -> None:
