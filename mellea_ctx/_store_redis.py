@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from ._components import Component
 from ._exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
@@ -102,6 +103,26 @@ def _import_redis() -> Any:
     return redis
 
 
+def _shown_url(url: str) -> str:
+    """``url`` without its password, to name the server in messages and reprs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _shown_client(client: Any) -> str:
+    """Where a caller's client connects (host, port, db; never its credentials)."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None) or {}
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    if "host" in kwargs:
+        return f"redis://{kwargs['host']}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    return f"a {type(client).__name__} client"
+
+
 def _text(value: str | bytes) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
@@ -156,10 +177,10 @@ class RedisStore:
                 )
                 raise InvalidArgumentError(msg) from exc
             self._owns_client = True
-            self._where = url
+            self._where = _shown_url(url)
         else:
             self._owns_client = False
-            self._where = repr(client)
+            self._where = _shown_client(client)
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = module.RedisError

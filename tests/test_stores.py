@@ -666,6 +666,28 @@ class TestMemoryStore:
         assert isinstance(MemoryStore(), SessionStore)
 
 
+class TestRedisErrorsNameTheServer:
+    def test_a_password_in_the_url_is_never_shown(self) -> None:
+        """Regression: the URL, password included, was put in every error message and repr."""
+        url = f"redis://app:hunter2@127.0.0.1:{unused_port()}/0"
+        store = RedisStore(url)
+        with pytest.raises(SessionStoreError) as caught:
+            store.load("s1")
+        shown = f"redis://app:***@127.0.0.1:{url.rsplit(':', 1)[1]}"
+        assert f"RedisStore({shown}): load" in str(caught.value)
+        assert "hunter2" not in str(caught.value) + repr(store)
+        store.close()
+
+    def test_a_callers_client_is_named_by_its_address(self, redis_server: RedisServer) -> None:
+        """Regression: a passed client was named by its repr, a screenful of pool options."""
+        client = redis.Redis(port=redis_server.port, password=None)
+        store = RedisStore(client=client)
+        assert f"<RedisStore redis://localhost:{redis_server.port}/0 prefix='mellea-ctx:'>" == repr(
+            store
+        )
+        client.close()
+
+
 class TestRedisLostReplies:
     """A write the server applied but whose reply was lost, sent again by redis-py's retry."""
 

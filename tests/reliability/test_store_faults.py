@@ -354,3 +354,86 @@ class TestRedisKilledMidBurst:
             f"redis appendfsync={aof_server.appendfsync}: 8 kills, {acknowledged} acknowledged "
             f"writes all read back, {landed} in-flight writes had landed"
         )
+
+
+class TestRedisFullDisk:
+    """``redis-server`` with its append-only file on a tiny tmpfs, filled up mid-session."""
+
+    def start(self, disk: Path, appendfsync: str) -> Server:
+        if shutil.which("redis-server") is None:
+            pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        server = Server(disk, appendfsync)
+        server.start()
+        return server
+
+    def fill(self, server: Server, disk: Path) -> tuple[Path, Writer]:
+        """Leave the disk almost full, then commit until a write fails."""
+        filler = disk / "filler"
+        free = shutil.disk_usage(disk).free
+        filler.write_bytes(b"\0" * max(free - 96 * 1024, 0))
+        writer = Writer(SessionMemory(RedisStore(client=client_for(server), prefix="full:")))
+        writer.start()
+        writer.join(timeout=120)
+        assert not writer.is_alive()
+        print(
+            f"redis appendfsync={server.appendfsync}, disk full after "
+            f"{len(writer.acknowledged)} acknowledged writes: {writer.error}"
+        )
+        return filler, writer
+
+    def test_everysec_refuses_writes_until_space_is_freed(self, tiny_disk: Path) -> None:
+        """appendfsync everysec: MISCONF for every write, reads work, writes resume after."""
+        server = self.start(tiny_disk, "everysec")
+        try:
+            filler, writer = self.fill(server, tiny_disk)
+            assert isinstance(writer.error, SessionStoreError), writer.error
+            assert "MISCONF" in str(writer.error)
+            assert "cannot save to its disk" in str(writer.error)
+            last = writer.acknowledged[-1]
+            with RedisStore(f"redis://127.0.0.1:{server.port}/0", prefix="full:") as store:
+                stored = store.load("s1")  # still served from memory
+                assert stored.version in (last.version, last.version + 1)
+                filler.unlink()
+                # Redis retries the append-only file once a second; bounded wait for it.
+                client = client_for(server)
+                for _ in range(300):
+                    if client.info("persistence")["aof_last_write_status"] == "ok":
+                        break
+                    threading.Event().wait(0.05)
+                client.close()
+                memory = SessionMemory(store)
+                session = memory.open("s1")
+                resumed = session.commit(turn(next_turn(session.dialogue)))
+                assert session.version + 1 == resumed.version
+            server.kill()  # and everything acknowledged is on the disk
+            server.start()
+            with RedisStore(f"redis://127.0.0.1:{server.port}/0", prefix="full:") as store:
+                assert resumed.version == store.load("s1").version
+        finally:
+            server.stop()
+
+    def test_always_stops_the_server_and_keeps_every_acknowledged_write(
+        self, tiny_disk: Path
+    ) -> None:
+        """appendfsync always: Redis exits on the failed write; restarted, it has every ack."""
+        server = self.start(tiny_disk, "always")
+        try:
+            filler, writer = self.fill(server, tiny_disk)
+            assert isinstance(writer.error, SessionStoreError), writer.error
+            last = writer.acknowledged[-1]
+            assert server.process is not None
+            server.process.wait(timeout=60)  # it exits: "Can't recover from AOF write error"
+            filler.unlink()
+            server.start()
+            with RedisStore(f"redis://127.0.0.1:{server.port}/0", prefix="full:") as store:
+                stored = store.load("s1")
+                problems: list[str] = []
+                found = turns_in(stored.components, problems)
+                assert ([], list(range(len(found)))) == (problems, found)
+                assert stored.version in (last.version, last.version + 1)
+                memory = SessionMemory(store)
+                session = memory.open("s1")
+                resumed = session.commit(turn(next_turn(session.dialogue)))
+                assert session.version + 1 == resumed.version
+        finally:
+            server.stop()
