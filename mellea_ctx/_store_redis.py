@@ -22,9 +22,16 @@ id and answers the version the first one wrote, instead of a
 :class:`~mellea_ctx.SessionConflictError` that would make the caller redo,
 and so store twice, a turn that is already stored.
 
-Durability is the server's: with ``appendonly yes`` (and ``appendfsync
-everysec`` or ``always``) committed turns survive a restart of Redis; with
-persistence off they last as long as the server process.
+Durability is the server's. With ``appendonly yes`` and ``appendfsync
+always``, Redis writes and syncs its append-only file before it replies, so
+every acknowledged write survives a crash of the server or the machine (on a
+full disk the server exits rather than acknowledge a write it could not
+save). With ``appendfsync everysec`` (Redis's default once ``appendonly`` is
+on), the file is synced once a second: a crash of the machine can lose about
+the last second of acknowledged writes (two when the disk is slow), and a
+full disk makes the server refuse writes (``MISCONF``) until space is freed.
+With the append-only file off, writes last until the next RDB snapshot, or,
+with persistence off, as long as the server process.
 """
 
 from __future__ import annotations
