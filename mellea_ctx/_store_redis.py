@@ -27,9 +27,12 @@ always``, Redis writes and syncs its append-only file before it replies, so
 every acknowledged write survives a crash of the server or the machine (on a
 full disk the server exits rather than acknowledge a write it could not
 save). With ``appendfsync everysec`` (Redis's default once ``appendonly`` is
-on), the file is synced once a second: a crash of the machine can lose about
-the last second of acknowledged writes (two when the disk is slow), and a
-full disk makes the server refuse writes (``MISCONF``) until space is freed.
+on), the file is synced once a second, and while a sync is running Redis
+acknowledges writes it has not yet written to the file: a crash of the
+machine, or of the server process itself when its disk is slow, can lose up
+to about two seconds of acknowledged writes (what remains is an earlier
+state, whole). A full disk makes it refuse writes (``MISCONF``) until space
+is freed.
 With the append-only file off, writes last until the next RDB snapshot, or,
 with persistence off, as long as the server process.
 """

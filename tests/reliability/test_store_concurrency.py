@@ -274,6 +274,7 @@ class TestAgentLoops:
             applied += mine
         assert all(len(found) == 1 for found in prompts)
         assert applied == len(prompts)  # one summary prompt per compaction, of one session
+        print(f"100 agent loops on {type(shared_store).__name__}: {applied} compactions")
         assert state == compactor_state(compactor)
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 import redis
-from redis.backoff import NoBackoff
+from redis.backoff import ConstantBackoff, NoBackoff
 from redis.retry import Retry
 
 from mellea_ctx import (
@@ -287,13 +287,14 @@ class Writer(threading.Thread):
         self.acknowledged: list[Any] = []  # the snapshot after each acknowledged write
         self.error: BaseException | None = None
         self.progress = threading.Condition()
+        self.stop = threading.Event()
 
     def run(self) -> None:
         session = self.memory.open("s1")
         k = next_turn(session.dialogue)
         writes = 0
         try:
-            while True:
+            while not self.stop.is_set():
                 session = compact(session) if writes % 5 == 4 else session.commit(turn(k))
                 k = next_turn(session.dialogue)
                 writes += 1
@@ -315,12 +316,20 @@ class Writer(threading.Thread):
 
 class TestRedisKilledMidBurst:
     @pytest.mark.parametrize("aof_server", ["always", "everysec"], indirect=True)
-    def test_every_acknowledged_write_survives_a_sigkill(self, aof_server: Server) -> None:
-        """Eight rounds: burst, SIGKILL redis-server, restart it, check, resume from the store."""
+    def test_a_sigkill_keeps_what_the_fsync_policy_promises(self, aof_server: Server) -> None:
+        """Eight rounds: burst, SIGKILL redis-server, restart it, check, resume from the store.
+
+        ``always``: every acknowledged write is read back. ``everysec``: Redis
+        acknowledges a write before its append-only file is written when a sync is
+        still running (it postpones the write up to two seconds), so a kill of the
+        server itself can lose the last acknowledged writes: what is read back is
+        then an earlier acknowledged state, whole, never a mix; the losses are counted.
+        """
+        strict = aof_server.appendfsync == "always"
         rng = random.Random(f"redis-kill-{aof_server.appendfsync}")
         prefix = f"fault-{uuid.uuid4().hex}:"
-        last_version = 0
-        landed = acknowledged = 0
+        start = StoredSession()
+        landed = acknowledged = lost = 0
         for _round in range(8):
             client = client_for(aof_server)
             writer = Writer(SessionMemory(RedisStore(client=client, prefix=prefix)))
@@ -337,22 +346,26 @@ class TestRedisKilledMidBurst:
             aof_server.start()
             with RedisStore(f"redis://127.0.0.1:{aof_server.port}/0", prefix=prefix) as store:
                 stored = store.load("s1")
-                problems: list[str] = []
-                found = turns_in(stored.components, problems)
-                assert [] == problems
-                assert list(range(len(found))) == found  # whole turns, none doubled
-                # Every acknowledged write is there; the one in flight may be, whole.
-                assert stored.version in (last.version, last.version + 1)
-                if stored.version == last.version:
-                    assert last.dialogue == stored.components
-                landed += stored.version == last.version + 1
-                acknowledged += len(writer.acknowledged)
-                assert stored.version > last_version
-                last_version = stored.version
-        assert last_version >= 8 * 5
+            problems: list[str] = []
+            found = turns_in(stored.components, problems)
+            assert [] == problems
+            assert list(range(len(found))) == found  # whole turns, none doubled
+            # The write in flight may be there, whole; otherwise an acknowledged state.
+            assert stored.version <= last.version + 1
+            if stored.version <= last.version:
+                states = {s.version: s.dialogue for s in writer.acknowledged}
+                states[start.version] = start.components
+                assert states.get(stored.version) == stored.components, stored.version
+            landed += stored.version == last.version + 1
+            acknowledged += len(writer.acknowledged)
+            lost += max(last.version - stored.version, 0)
+            if strict:
+                assert stored.version >= last.version  # every acknowledged write is there
+            start = stored
+        assert start.version >= 8 * 5
         print(
             f"redis appendfsync={aof_server.appendfsync}: 8 kills, {acknowledged} acknowledged "
-            f"writes all read back, {landed} in-flight writes had landed"
+            f"writes, {lost} lost, {landed} in-flight writes had landed"
         )
 
 
@@ -437,3 +450,43 @@ class TestRedisFullDisk:
                 assert session.version + 1 == resumed.version
         finally:
             server.stop()
+
+
+class TestRedisRestartUnderRetries:
+    @pytest.mark.parametrize("aof_server", ["always"], indirect=True)
+    def test_the_write_in_flight_is_sent_again_and_stored_once(self, aof_server: Server) -> None:
+        """redis-py's retries carry the writer over a SIGKILL and restart of Redis.
+
+        Eight rounds: the writer (its client retries a broken command every 0.2 s,
+        25 times: redis-py's default of 3 jittered retries may all fail before a
+        restarted server listens) is in the middle of a burst when the server is
+        killed and started again at once. The write in flight is sent again after
+        the restart; whether the dead server had applied it or not, it is stored
+        once and reported written. The burst goes on without an error, and nothing
+        is lost or doubled.
+        """
+        prefix = f"retry-{uuid.uuid4().hex}:"
+        client = redis.Redis(port=aof_server.port, retry=Retry(ConstantBackoff(0.2), 25))
+        store = RedisStore(client=client, prefix=prefix)
+        writer = Writer(SessionMemory(store))
+        writer.start()
+        try:
+            for round_ in range(8):
+                writer.wait_for(10 * (round_ + 1))
+                aof_server.kill()
+                aof_server.start()
+            writer.wait_for(10 * 9)
+        finally:
+            writer.stop.set()
+            writer.join(timeout=120)
+        assert not writer.is_alive()
+        assert writer.error is None, writer.error
+        last = writer.acknowledged[-1]
+        stored = store.load("s1")
+        assert (last.version, last.dialogue) == (stored.version, stored.components)
+        problems: list[str] = []
+        found = turns_in(stored.components, problems)
+        assert ([], list(range(len(found)))) == (problems, found)
+        versions = [session.version for session in writer.acknowledged]
+        assert list(range(1, len(versions) + 1)) == versions  # no write doubled or skipped
+        client.close()
