@@ -16,7 +16,8 @@ received only in part is never run. ``load`` reads the keys in one
 
 Each write carries a random id, and the script remembers the ids of the
 session's last :data:`_REMEMBERED_WRITES` writes. redis-py sends a command
-again after a broken connection (its default ``Retry``), so a write the server
+again after a broken connection (by default from redis-py 6 on, or with a
+``Retry`` you configure), so a write the server
 applied but whose reply was lost arrives twice: the second copy finds its own
 id and answers the version the first one wrote, instead of a
 :class:`~mellea_ctx.SessionConflictError` that would make the caller redo,
@@ -32,9 +33,8 @@ acknowledges writes it has not yet written to the file: a crash of the
 machine, or of the server process itself when its disk is slow, can lose up
 to about two seconds of acknowledged writes (what remains is an earlier
 state, whole). A full disk makes it refuse writes (``MISCONF``) until space
-is freed.
-With the append-only file off, writes last until the next RDB snapshot, or,
-with persistence off, as long as the server process.
+is freed. With the append-only file off, writes last until the next RDB
+snapshot, or, with persistence off, as long as the server process.
 """
 
 from __future__ import annotations
