@@ -298,12 +298,18 @@ def _system_text(system: object, where: str) -> str | None:
 
 
 def read_turns(
-    messages: object, system: object = None, *, source: str = "", locations: list[str] | None = None
+    messages: object,
+    system: object = None,
+    *,
+    source: str = "",
+    locations: list[str] | None = None,
+    labels: Sequence[str] | None = None,
 ) -> list[Component]:
     """Return the components for Messages API turns; errors start with ``source``.
 
-    When ``locations`` is given, it receives one entry per component: the
-    turn it was read from (``"message 3"``), for later error messages.
+    ``labels`` names each turn in errors (default ``"message N"``). When
+    ``locations`` is given, it receives one entry per component: the label
+    of the turn it was read from, for later error messages.
     """
     prefix = f"{source} " if source else ""
     if not isinstance(messages, list):
@@ -316,10 +322,11 @@ def read_turns(
         if locations is not None:
             locations.append("system")
     for index, raw in enumerate(messages):
-        turn = _turn(raw, f"{prefix}message {index}")
+        label = labels[index] if labels is not None else f"message {index}"
+        turn = _turn(raw, f"{prefix}{label}")
         out += turn
         if locations is not None:
-            locations += [f"message {index}"] * len(turn)
+            locations += [label] * len(turn)
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -483,7 +484,52 @@ def _detect(text: str, suffix: str) -> Format:
     return "json" if stripped.startswith("[") or not stripped else "jsonl"
 
 
-def _parse_json(text: str, source: str) -> _Transcript:
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, at: int) -> int:
+    """Return the index of the first character at or after ``at`` that is not JSON whitespace."""
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
+
+
+def _element_lines(text: str) -> list[int] | None:
+    """Return the line (from 1) where each element of a top-level JSON array starts.
+
+    ``None`` when ``text`` is not a well-formed JSON array.
+    """
+    decoder = json.JSONDecoder()
+    at = _skip_space(text, 0)
+    if text[at : at + 1] != "[":
+        return None
+    at = _skip_space(text, at + 1)
+    lines: list[int] = []
+    line, counted = 1, 0
+    if text[at : at + 1] == "]":
+        return lines
+    try:
+        while True:
+            line += text.count("\n", counted, at)
+            counted = at
+            lines.append(line)
+            _, end = decoder.raw_decode(text, at)
+            at = _skip_space(text, end)
+            if text[at : at + 1] != ",":
+                return lines
+            at = _skip_space(text, at + 1)
+    except ValueError:
+        return None
+
+
+def _array_labels(text: str | None, count: int) -> list[str]:
+    """Return ``"message N"`` per element, with its line when ``text`` is given."""
+    lines = _element_lines(text) if text is not None else None
+    if lines is None or len(lines) != count:
+        return [f"message {index}" for index in range(count)]
+    return [f"message {index} (line {line})" for index, line in enumerate(lines)]
+
+
+def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -495,7 +541,7 @@ def _parse_json(text: str, source: str) -> _Transcript:
             "(or JSONL, one message per line)"
         )
         raise InvalidContextError(msg)
-    locations = [f"message {index}" for index in range(len(data))]
+    locations = _array_labels(text if lines else None, len(data))
     components = [
         _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
     ]
@@ -527,12 +573,12 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
     return _Transcript(components, "jsonl", locations)
 
 
-def _parse_transcript(text: str, source: str, fmt: Format) -> _Transcript:
+def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
     if fmt == "json" and not text.strip():
         msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
         raise InvalidContextError(msg)
     if fmt == "json":
-        return _parse_json(text, source)
+        return _parse_json(text, source, lines=lines)
     return _parse_jsonl(text, source)
 
 
@@ -571,7 +617,7 @@ def _looks_anthropic(data: object) -> bool:
     return False
 
 
-def _parse_anthropic(data: object, source: str) -> _Transcript:
+def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Transcript:
     locations: list[str] = []
     if isinstance(data, dict):
         if not isinstance(data.get("messages"), list):
@@ -584,7 +630,8 @@ def _parse_anthropic(data: object, source: str) -> _Transcript:
             data["messages"], data.get("system"), source=source, locations=locations
         )
     elif isinstance(data, list):
-        components = read_turns(data, source=source, locations=locations)
+        labels = _array_labels(text, len(data))
+        components = read_turns(data, source=source, locations=locations, labels=labels)
     else:
         msg = (
             f"{source}: holds a JSON {type(data).__name__}; an Anthropic transcript is a JSON "
@@ -608,9 +655,9 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         if not text.strip():
             msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
             raise InvalidContextError(msg)
-        return _parse_anthropic(_loads(text, source), source)
+        return _parse_anthropic(_loads(text, source), source, text)
     if fmt is not None:
-        return _parse_transcript(text, source, fmt)
+        return _parse_transcript(text, source, fmt, lines=True)
     detected = _detect(text, suffix)
     stripped = text.lstrip()
     if detected == "json" or stripped.startswith("{"):
@@ -619,8 +666,8 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         except json.JSONDecodeError:
             data = None  # let the OpenAI reader report it, with its hints
         if data is not None and _looks_anthropic(data):
-            return _parse_anthropic(data, source)
-    return _parse_transcript(text, source, detected)
+            return _parse_anthropic(data, source, text)
+    return _parse_transcript(text, source, detected, lines=True)
 
 
 def _decode(data: bytes, source: str) -> str:

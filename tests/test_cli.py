@@ -246,8 +246,8 @@ BAD_INPUTS = [
     ),
     (
         "chat.json",
-        json.dumps([user("a"), {"role": "robot", "content": "x"}]),
-        "{dir}chat.json message 1: role='robot' is not one of",
+        json.dumps([user("a"), {"role": "robot", "content": "x"}], indent=2),
+        "{dir}chat.json message 1 (line 6): role='robot' is not one of",
     ),
     (
         "chat.jsonl",
@@ -257,19 +257,20 @@ BAD_INPUTS = [
     (
         "chat.json",
         json.dumps([calls("c1"), user("a")]),
-        "{dir}chat.json message 0: tool call 'c1' (ls) got no result before message 1",
+        "{dir}chat.json message 0 (line 1): tool call 'c1' (ls) got no result before message 1",
     ),
     (
         "chat.json",
         json.dumps(
-            [user("a"), {"role": "assistant", "content": [{"type": "tool_use", "name": "ls"}]}]
+            [user("a"), {"role": "assistant", "content": [{"type": "tool_use", "name": "ls"}]}],
+            indent=1,
         ),
-        "{dir}chat.json message 1: content[0]: id=None must be a non-empty string",
+        "{dir}chat.json message 1 (line 6): content[0]: id=None must be a non-empty string",
     ),
     (
         "chat.json",
         json.dumps([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]),
-        "{dir}chat.json message 0: tool result for tool_call_id='t' answers no earlier tool call",
+        "{dir}chat.json message 0 (line 1): tool result for tool_call_id='t' answers no earlier",
     ),
 ]
 BAD_IDS = [

@@ -163,9 +163,15 @@ class TestReadWrite:
     @pytest.mark.parametrize(
         ("turns", "expected"),
         [
-            ([{"role": "system", "content": "x"}], "message 0: role='system' is not one of"),
-            ([{"role": "user"}], "message 0: content=None must be a string or a list"),
-            ([{"role": "user", "content": [7]}], "message 0: content[0]: 7 is not a content block"),
+            (
+                [{"role": "system", "content": "x"}],
+                "message 0 (line 1): role='system' is not one of",
+            ),
+            ([{"role": "user"}], "message 0 (line 1): content=None must be a string or a list"),
+            (
+                [{"role": "user", "content": [7]}],
+                "message 0 (line 1): content[0]: 7 is not a content block",
+            ),
             (
                 [
                     {
@@ -173,7 +179,7 @@ class TestReadWrite:
                         "content": [{"type": "tool_use", "name": "ls", "input": {}}],
                     }
                 ],
-                "message 0: content[0]: id=None must be a non-empty string",
+                "message 0 (line 1): content[0]: id=None must be a non-empty string",
             ),
             (
                 [
@@ -182,19 +188,19 @@ class TestReadWrite:
                         "content": [{"type": "tool_use", "id": "t", "name": "ls", "input": 3}],
                     }
                 ],
-                "message 0: content[0]: input=3 must be an object",
+                "message 0 (line 1): content[0]: input=3 must be an object",
             ),
             (
                 [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "ls"}]}],
-                "message 0: content[0]: a tool_use block is only allowed in assistant turns",
+                "message 0 (line 1): content[0]: a tool_use block is only allowed in assistant",
             ),
             (
                 [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}],
-                "message 0: content[0]: tool_use_id=None must be a non-empty string",
+                "message 0 (line 1): content[0]: tool_use_id=None must be a non-empty string",
             ),
             (
                 [{"role": "user", "content": [{"type": "audio"}]}],
-                "message 0: content[0]: type='audio' is not supported",
+                "message 0 (line 1): content[0]: type='audio' is not supported",
             ),
         ],
         ids=[
