@@ -310,7 +310,12 @@ Examples:
 """
 
 
-@click.command("compact", help=_COMPACT_HELP, context_settings=_CONTEXT)
+@click.command(
+    "compact",
+    help=_COMPACT_HELP,
+    short_help="Compact a conversation: window, token budget or summary.",
+    context_settings=_CONTEXT,
+)
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option(
     "-w",
@@ -449,20 +454,45 @@ Examples:
 """
 
 
-@click.command("stats", help=_STATS_HELP, context_settings=_CONTEXT)
+@click.command(
+    "stats",
+    help=_STATS_HELP,
+    short_help="Tokens by role and tool, validity, where each strategy cuts.",
+    context_settings=_CONTEXT,
+)
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option(
-    "-w", "--window", type=click.IntRange(min=0), default=10, show_default=True, metavar="N"
+    "-w",
+    "--window",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="The window strategy's size.",
 )
-@_tokens_option("--budget", help="[default: half the conversation's tokens]")
-@click.option("--keep", type=click.IntRange(min=0), default=6, show_default=True, metavar="N")
+@_tokens_option("--budget", help="The budget strategy's trigger [default: half the tokens].")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=6,
+    show_default=True,
+    metavar="N",
+    help="Messages the summarize strategy keeps verbatim.",
+)
 @click.option(
     "--boundary",
     type=click.Choice(["model_step", "user_turn"]),
     default="model_step",
     show_default=True,
+    help="The budget strategy's unit: whole model steps or whole user turns.",
 )
-@click.option("--pin", type=click.Choice(list(PINS)), default="system", show_default=True)
+@click.option(
+    "--pin",
+    type=click.Choice(list(PINS)),
+    default="system",
+    show_default=True,
+    help="The prefix every strategy keeps.",
+)
 @click.option(
     "--top",
     type=click.IntRange(min=1),
@@ -471,7 +501,12 @@ Examples:
     metavar="N",
     help="How many of the largest messages to list.",
 )
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="[default: detected]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    help="The input's format [default: detected].",
+)
 def stats(
     file: str | None,
     window: int,
@@ -576,7 +611,12 @@ Examples:
 """
 
 
-@click.command("validate", help=_VALIDATE_HELP, context_settings=_CONTEXT)
+@click.command(
+    "validate",
+    help=_VALIDATE_HELP,
+    short_help="Check tool calls against OpenAI or Anthropic rules; --repair.",
+    context_settings=_CONTEXT,
+)
 @click.argument("file", metavar="FILE")
 @click.option(
     "--provider",
@@ -585,7 +625,12 @@ Examples:
 )
 @click.option("--repair", is_flag=True, help="Write a repaired conversation.")
 @click.option("-o", "--output", metavar="OUT", help="With --repair: where [default: stdout].")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="[default: detected]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    help="The input's format (and so the output's) [default: detected].",
+)
 def validate(
     file: str, provider: Provider | None, repair: bool, output: str | None, fmt: str | None
 ) -> None:
@@ -634,7 +679,12 @@ Examples:
 """
 
 
-@click.command("demo", help=_DEMO_HELP, context_settings=_CONTEXT)
+@click.command(
+    "demo",
+    help=_DEMO_HELP,
+    short_help="A simulated agent session compacting inline, charted.",
+    context_settings=_CONTEXT,
+)
 @click.option(
     "--turns",
     type=click.IntRange(1, 2_000),
