@@ -6,8 +6,10 @@ the turns :func:`~mellea_ctx.to_anthropic` would send. :func:`repair_history`
 makes any history valid for either provider with the smallest edits it can
 name: it drops what cannot be placed and answers what was left unanswered.
 
-Both walk the history with one scanner (:func:`_scan`), so what the
-validator reports is exactly what the repair fixes.
+For Anthropic the validator and the repair share one scanner, so what one
+reports is what the other fixes; for OpenAI the repair has its own scanner
+beside ``validate_openai``'s, and property tests check that every history
+it repairs validates and that a valid one comes back untouched.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import attrs
 
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidArgumentError
-from ._formats import validate_openai
 
 __all__ = ["MISSING_RESULT", "Provider", "repair_history", "validate_anthropic"]
 
@@ -328,9 +329,3 @@ def repair_history(
     changes = sorted(plan.changes, key=lambda change: change[0])
     return out, [f"{_label(index)}: {change}" for index, change in changes]
 
-
-def validate(components: Sequence[Component], provider: Provider) -> list[str]:
-    """Return the problems of ``components`` under ``provider``'s rules."""
-    if provider == "openai":
-        return validate_openai(components)
-    return validate_anthropic(components)
