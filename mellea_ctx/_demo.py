@@ -156,20 +156,24 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
     """
     label = len(f"{max(run.budget, *run.totals):,}") + 1
     columns = max(10, width - label - 2)
-    per = -(-len(run.totals) // columns)  # steps per column, rounded up
-    groups = [run.totals[i : i + per] for i in range(0, len(run.totals), per)]
+    n = len(run.totals)
+    shown = min(n, columns)
+    bounds = [(c * n // shown, (c + 1) * n // shown) for c in range(shown)]  # steps per column
     marked = set(run.compacted_at)
-    values = [max(group) for group in groups]
-    flags = [
-        any(step in marked for step in range(i * per + 1, i * per + len(group) + 1))
-        for i, group in enumerate(groups)
-    ]
-    top = max(run.budget, *values) * 1.05
-    budget_row = int(run.budget / top * height)
+    values = [max(run.totals[start:end]) for start, end in bounds]
+    flags = [any(step in marked for step in range(start + 1, end + 1)) for start, end in bounds]
+    top = max(run.budget, *values) * 1.2
+    budget_row = min(height - 1, int(run.budget / top * height))
     text = Text()
     for row in range(height - 1, -1, -1):
         floor = top * row / height
-        mark = f"{int(top * (row + 1) / height):,}" if row in (height - 1, budget_row) else ""
+        mark = ""
+        if row == budget_row:
+            mark = f"{run.budget:,}"
+        elif row == height - 1:
+            mark = f"{int(top):,}"
+        elif row == 0:
+            mark = "0"
         text.append(mark.rjust(label) + " ┤", style="dim")
         for value, flag in zip(values, flags, strict=True):
             fill = (value - floor) / (top / height)
@@ -182,7 +186,11 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
         text.append("\n")
     axis = " " * label + " └" + "─" * len(values)
     text.append(axis + "\n", style="dim")
-    ticks = " " * (label + 2) + f"step 1{'':>{max(0, len(values) - 12)}}step {len(run.totals)}"
+    last = f"step {n}"
+    if len(values) >= len(last) + 8:
+        ticks = " " * (label + 2) + "step 1".ljust(len(values) - len(last)) + last
+    else:
+        ticks = " " * (label + 2) + f"steps 1-{n}"
     text.append(ticks, style="dim")
     title = Text(
         f"context tokens after each model step (budget {run.budget:,}, red dashes; "

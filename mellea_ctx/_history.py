@@ -328,4 +328,3 @@ def repair_history(
     out += plan.insert.get(-1, [])
     changes = sorted(plan.changes, key=lambda change: change[0])
     return out, [f"{_label(index)}: {change}" for index, change in changes]
-

@@ -357,6 +357,7 @@ class TestErrors:
             (["compact", "--budget", "10", "--keep-recent", "20"], "is above --budget 10"),
             (["validate", "x.json", "-o", "y.json"], "-o/--output goes with --repair"),
             (["demo", "--turns", "0"], "0 is not in the range"),
+            (["demo", "--budget", "500"], "--budget 500 is too small for the demo"),
             (["shrink"], "No such command 'shrink'"),
         ],
     )
