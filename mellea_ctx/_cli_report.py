@@ -179,7 +179,9 @@ def stats_report(
     shown = {"json": "OpenAI JSON", "jsonl": "OpenAI JSONL", "anthropic": "Anthropic Messages"}
     head = Text(
         f"{source} ({shown.get(fmt, fmt)}): {len(items):,} messages, "
-        f"{total:,} tokens ({_encoding(ctx)})"
+        f"{total:,} tokens ({_encoding(ctx)})",
+        no_wrap=True,
+        overflow="ignore",
     )
 
     roles = Table(title="tokens by role", title_justify="left")
