@@ -178,10 +178,8 @@ def stats_report(
     total = ctx.token_count
     shown = {"json": "OpenAI JSON", "jsonl": "OpenAI JSONL", "anthropic": "Anthropic Messages"}
     head = Text(
-        f"{source} ({shown.get(fmt, fmt)}): {len(items):,} messages, "
-        f"{total:,} tokens ({_encoding(ctx)})",
-        no_wrap=True,
-        overflow="ignore",
+        f"{source} ({shown.get(fmt, fmt)})\n"
+        f"{len(items):,} messages, {total:,} tokens ({_encoding(ctx)})"
     )
 
     roles = Table(title="tokens by role", title_justify="left")

@@ -430,7 +430,7 @@ class TestStats:
         """An Anthropic transcript is read as one, and its tools listed."""
         source = CORPUS / "claudecode_sonnet45_subagent_a2898e3.anthropic.json"
         out = invoke("stats", str(source)).stdout
-        assert "(Anthropic Messages): 46 messages" in out
+        assert "(Anthropic Messages)\n46 messages" in out
         assert "Read" in out and "Grep" in out
 
 
