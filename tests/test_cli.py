@@ -175,6 +175,20 @@ class TestCompact:
         assert "added              1 checkpoint" in done.stderr
         assert "exact details (paths, ids, numbers, commands) checked" in done.stderr
 
+    def test_budget_options(self, tmp_path: Path) -> None:
+        """--keep-recent and --boundary reach the budget compactor, and the title shows them."""
+        out = tmp_path / "b.json"
+        done = invoke(
+            "compact", "--budget", "6,000", "--keep-recent", "1500", "--boundary", "user_turn",
+            "-o", str(out),
+        )  # fmt: skip
+        written = json.loads(out.read_text(encoding="utf-8"))
+        original = json.loads(SAMPLE.read_text(encoding="utf-8"))
+        assert tokens(written) < tokens(original)
+        assert [] == validate_openai(from_openai(written))
+        assert "--budget 6,000 --keep-recent 1,500 --boundary user_turn" in done.stderr
+        assert written[2]["role"] == "user"  # the kept dialogue starts on a user turn
+
     def test_budget_already_met(self, tmp_path: Path) -> None:
         """Under the budget nothing is summarized, and the note says so."""
         done = invoke("compact", "--budget", "1_000_000", "-o", str(tmp_path / "x.json"))
