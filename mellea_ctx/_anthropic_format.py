@@ -353,7 +353,7 @@ def from_anthropic(
             message, or a block of an unknown type or with a bad field; the
             error names the turn, the block and the field.
 
-    Example:
+    Examples:
         >>> from_anthropic([{"role": "user", "content": "hi"}], system="Be brief.")
         ... # doctest: +NORMALIZE_WHITESPACE
         [Message(role='system', content='Be brief.', tool_calls=(), images=(), name=None),

@@ -101,7 +101,7 @@ def _result(rng: random.Random, tool: str, path: str, step: int) -> str:
 def simulate(turns: int, budget: int, *, seed: int = SEED) -> DemoRun:
     """Run the simulated session for ``turns`` model steps; return its figures.
 
-    Example:
+    Examples:
         >>> run = simulate(30, 2_000)
         >>> len(run.totals), max(run.uncompacted) > max(run.totals), bool(run.compacted_at)
         (30, True, True)

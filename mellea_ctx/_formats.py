@@ -718,7 +718,7 @@ def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
             error names the file, the turn (``message 3``), the block
             (``content[1]``) and the field.
 
-    Example:
+    Examples:
         >>> import json, pathlib, tempfile
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     path = pathlib.Path(folder) / "chat.json"
@@ -743,7 +743,7 @@ def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]
     Raises:
         OSError: When the file cannot be written.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from mellea_ctx import Message
         >>> with tempfile.TemporaryDirectory() as folder:

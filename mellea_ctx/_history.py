@@ -254,7 +254,7 @@ def validate_anthropic(components: Iterable[Component]) -> list[str]:
     Returns:
         One line per problem, ``"message N: ..."``, in message order.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ToolCall
         >>> validate_anthropic([Message("assistant", "", tool_calls=[ToolCall("t1", "ls")])])
         ['message 0: the history starts with an assistant turn; the Messages API wants user']
@@ -298,7 +298,7 @@ def repair_history(
     Raises:
         InvalidArgumentError: For an unknown ``provider``.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ToolCall, ToolMessage
         >>> history, changes = repair_history([
         ...     Message("user", "List the files."),
