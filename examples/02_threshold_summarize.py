@@ -11,7 +11,7 @@ details (ids, amounts) verbatim, and hands back the context it replaced.
 
 Offline, summaries come from ``ExtractiveBackend`` (no key, no network). For a
 real model, pass ``default_backend=OpenAIBackend("gpt-4o-mini")`` (reads
-OPENAI_API_KEY) or ``AnthropicBackend("claude-sonnet-4-5")``. Run it:
+OPENAI_API_KEY) or ``AnthropicBackend("claude-sonnet-4-6")``. Run it:
 
     python examples/02_threshold_summarize.py
 """

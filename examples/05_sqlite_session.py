@@ -11,7 +11,7 @@ the same dialogue, checkpoint included, and the next request carries on from it.
 The backend is the offline ``ExtractiveBackend``: it calls the tools whose
 descriptions match the question and answers from their results. For a real
 model, replace ``AGENT`` with ``OpenAIBackend("gpt-4o-mini")`` (reads
-OPENAI_API_KEY) or ``AnthropicBackend("claude-sonnet-4-5")``. Run it:
+OPENAI_API_KEY) or ``AnthropicBackend("claude-sonnet-4-6")``. Run it:
 
     python examples/05_sqlite_session.py
 """

@@ -11,7 +11,7 @@ the answer.
 The system prompt goes in the Messages API's ``system`` field, tool calls and
 results become ``tool_use`` and ``tool_result`` blocks; the code is the same as
 for OpenAI but for the backend. Run it against Anthropic (``MELLEA_CTX_MODEL``
-picks the model, claude-sonnet-4-5 by default):
+picks the model, claude-sonnet-4-6 by default):
 
     ANTHROPIC_API_KEY=sk-ant-... python examples/07_anthropic.py
 
@@ -57,7 +57,7 @@ def backend_from_environment() -> Backend:
     if not os.environ.get("ANTHROPIC_API_KEY"):
         print("ANTHROPIC_API_KEY is not set: running offline on ExtractiveBackend.")
         return ExtractiveBackend()
-    model = os.environ.get("MELLEA_CTX_MODEL", "claude-sonnet-4-5")
+    model = os.environ.get("MELLEA_CTX_MODEL", "claude-sonnet-4-6")
     print(f"Using Anthropic's {model}.")
     return AnthropicBackend(model)  # reads ANTHROPIC_API_KEY, and ANTHROPIC_BASE_URL if set
 

@@ -130,7 +130,7 @@ class TestAnthropicExample:
             ANTHROPIC_BASE_URL=server.base_url,
         )
         summary, call, answer = server.requests
-        assert "Using Anthropic's claude-sonnet-4-5." == done.stdout.splitlines()[0]
+        assert "Using Anthropic's claude-sonnet-4-6." == done.stdout.splitlines()[0]
         assert ANSWER in done.stdout
         assert {"/v1/messages"} == {r.path for r in server.requests}
         # The key is sent as x-api-key or, by newer SDKs, as a bearer token.
