@@ -1,23 +1,26 @@
 """Run a coroutine to completion from synchronous code, with a timeout.
 
 ``compact()`` is synchronous, but summarizing calls an async backend. The
-bridge runs that coroutine whether or not an event loop is already running in
-the calling thread:
+bridge runs that coroutine on a fresh event loop in a short-lived worker
+thread while the caller waits, whether or not an event loop is already
+running in the calling thread (Jupyter, FastAPI, pytest-asyncio). Nothing is
+scheduled on the caller's loop, so it cannot deadlock on itself; it is blocked
+for the duration, as any synchronous call would block it (async callers should
+``await compactor.acompact(...)`` instead).
 
-* no running loop (a script, a worker thread): the coroutine runs on a fresh
-  loop in this very thread;
-* a running loop (Jupyter, FastAPI, pytest-asyncio): the coroutine runs on a
-  fresh loop in a short-lived worker thread while the caller waits. Nothing
-  is scheduled on the caller's loop, so it cannot deadlock on itself; it is
-  blocked for the duration, as any synchronous call would block it (async
-  callers should ``await compactor.acompact(...)`` instead).
+The timeout is enforced twice. Inside the coroutine's own loop, expiry
+cancels it (so it stops rather than running on unseen) and the bridge returns
+as soon as it has stopped. And the caller waits for the worker at most
+``timeout`` plus a short grace period: a coroutine that ignores cancellation,
+or blocks its loop with synchronous I/O, cannot hold the caller longer; it is
+left to finish in a daemon thread and the error says so. That is the only
+case where anything the bridge made outlives the call: otherwise no loop and
+no thread is left behind. Without a timeout (``timeout=None``) and with no
+running loop, the coroutine runs on a fresh loop in the calling thread itself.
 
-Either way the caller's ``contextvars`` are visible to the coroutine, the
-timeout is enforced inside the coroutine's own loop (``asyncio.wait_for``
-cancels it, so it stops rather than running on unseen), and when the bridge
-returns, no loop and no thread it made is left behind. A fresh loop per call
-means a client bound to one loop is never reused on another: our backends
-open their SDK client inside the coroutine.
+The caller's ``contextvars`` are visible to the coroutine. A fresh loop per
+call means a client bound to one loop is never reused on another: our
+backends open their SDK client inside the coroutine.
 """
 
 from __future__ import annotations
@@ -82,8 +85,9 @@ def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> 
         make: A function returning the awaitable to run. It is called on the
             loop that runs it, so objects it creates belong to that loop.
         timeout: Seconds before the coroutine is cancelled and
-            :class:`~mellea_ctx.CompactionTimeoutError` is raised; ``None``
-            waits for ever.
+            :class:`~mellea_ctx.CompactionTimeoutError` is raised (at most a
+            few seconds more if it ignores the cancellation); ``None`` waits
+            for ever.
 
     Raises:
         CompactionTimeoutError: When ``timeout`` passes first.
@@ -101,10 +105,11 @@ def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> 
     ):
         msg = f"timeout={timeout!r} must be a number of seconds > 0, or None to wait for ever"
         raise InvalidArgumentError(msg)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_bounded(make, timeout))
+    if timeout is None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_bounded(make, timeout))
     return _run_in_worker(make, timeout)
 
 

@@ -62,6 +62,15 @@ class InlineCompactor(abc.ABC):
         """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""
         return self.compact(ctx, backend=backend)
 
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """What ``ChatContext.add`` runs after each add; by default :meth:`compact`.
+
+        The summarizing compactors override it to start a failure backoff
+        (see ``ChatContext.compaction_backoff``); a plain ``compact`` call
+        never does.
+        """
+        return self.compact(ctx)
+
 
 def _validate_pin(owner: str, pin_predicate: object) -> None:
     if not callable(pin_predicate):
@@ -250,6 +259,19 @@ class ThresholdCompactor(InlineCompactor):
         if not self.due(ctx):
             return ctx
         return self.inner.compact(ctx, backend=backend)
+
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """Run ``inner`` as an inline compactor would, so its failure backoff applies."""
+        if type(self).compact is not ThresholdCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        if not self.due(ctx):
+            return ctx
+        inner = self.inner
+        on_add = getattr(inner, "_compact_on_add", None)
+        if on_add is not None:  # ours: it falls back to a subclass's own compact
+            result: ChatContext = on_add(ctx)
+            return result
+        return inner.compact(ctx)
 
     async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
         """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""

@@ -58,6 +58,8 @@ _lazy_lock = threading.Lock()
 # Re-pack a window's buffer once the dropped part outgrows the kept part, so a
 # long session with a short window holds O(window) components, not O(session).
 _REPACK_MIN = 32
+# A failure backoff doubles with each consecutive failed inline compaction, this many times.
+_BACKOFF_DOUBLINGS = 4
 
 
 class ChatContext(Sequence[Component]):
@@ -102,7 +104,9 @@ class ChatContext(Sequence[Component]):
         "_counter",
         "_data",
         "_end",
+        "_failures",
         "_head",
+        "_hold",
         "_linked",
         "_loose",
         "_previous",
@@ -116,7 +120,9 @@ class ChatContext(Sequence[Component]):
     _counter: TokenCounter
     _data: Component | None
     _end: int
+    _failures: int
     _head: tuple[Component, ...]
+    _hold: int
     _linked: bool
     _loose: bool
     _previous: ChatContext | _Lazy | None
@@ -177,6 +183,8 @@ class ChatContext(Sequence[Component]):
         self._linked = False
         self._usage = None
         self._loose = False
+        self._hold = 0
+        self._failures = 0
 
     # -- building -------------------------------------------------------------
 
@@ -185,8 +193,9 @@ class ChatContext(Sequence[Component]):
         """Return a new node that adds ``data`` after ``previous``, without compacting.
 
         This is the one constructor that copies what a node inherits: the
-        compactor, the counter, the window size and the running aggregates.
-        ``previous`` is not modified.
+        compactor, the counter, the window size, the running aggregates, and
+        the failure backoff (one add fewer to wait, see
+        :attr:`compaction_backoff`). ``previous`` is not modified.
         """
         node = object.__new__(cls)
         buf = previous._buf
@@ -210,6 +219,9 @@ class ChatContext(Sequence[Component]):
         node._tokens = None
         node._bound = None
         node._linked = True
+        hold = previous._hold
+        node._hold = hold - 1 if hold else 0
+        node._failures = previous._failures
         if type(data) is ModelOutputThunk and data.usage is not None:
             node._usage = data.usage.total_tokens
         else:
@@ -246,9 +258,9 @@ class ChatContext(Sequence[Component]):
             raise InvalidComponentError(msg)
         node = type(self).from_previous(self, component)
         compactor = self._compactor
-        if compactor is None:
-            return node
-        result = compactor.compact(node)
+        if compactor is None or self._hold:
+            return node  # no compactor, or backing off after a failed compaction
+        result = compactor._compact_on_add(node)
         if result is not node and result._compactor is not compactor:
             result = result._with(compactor=compactor)
         return result
@@ -258,6 +270,21 @@ class ChatContext(Sequence[Component]):
         node = self._copy()
         node._previous = self._previous
         node._compactor = compactor
+        return node
+
+    def _backing_off(self, adds: int) -> ChatContext:
+        """Return a copy of this node after a failed inline compaction.
+
+        The copy counts one more consecutive failure, and the next ``adds``
+        adds built on it do not run the compactor (``adds * 2**k`` after
+        ``k`` earlier consecutive failures, ``k`` at most 4). ``adds == 0``
+        returns ``self``: try again on the next add.
+        """
+        if adds <= 0:
+            return self
+        node = self._copy()
+        node._hold = adds * 2 ** min(self._failures, _BACKOFF_DOUBLINGS)
+        node._failures = self._failures + 1
         return node
 
     def _copy(self) -> ChatContext:
@@ -321,6 +348,8 @@ class ChatContext(Sequence[Component]):
         node._loose = self._loose
         node._tokens = tokens
         node._bound = tokens
+        node._hold = 0  # a compaction happened: any failure streak is over
+        node._failures = 0
         return node
 
     # -- reading --------------------------------------------------------------
@@ -507,6 +536,25 @@ class ChatContext(Sequence[Component]):
             total += measure(later._data)
             later._bound = total
         return total
+
+    @property
+    def compaction_backoff(self) -> int:
+        """Adds left before the carried compactor runs again after a failed compaction.
+
+        ``0`` normally. When an inline summarizing compactor fails (the backend
+        is down, the summary is empty or not smaller), the context it returns
+        waits ``backoff_adds`` adds (doubling with each consecutive failure, up
+        to 16 times) before trying again, so a backend that is down is not
+        asked again on every add. The count rides from node to node like the
+        token total; each add takes one off, and any compaction that applies
+        clears it. Calling ``compact`` yourself always tries.
+
+        Example:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ChatContext().add(Message("user", "hi")).compaction_backoff
+            0
+        """
+        return self._hold
 
     @property
     def last_usage_tokens(self) -> int | None:

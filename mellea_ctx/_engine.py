@@ -53,6 +53,8 @@ __all__ = ["Engine", "Failed", "Settings", "make_settings", "validate_settings"]
 
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
+# The longest a provider's Retry-After is waited for (a longer one is cut to it).
+_RETRY_AFTER_CAP_SECONDS = 32.0
 
 
 def validate_settings(owner: str, settings: Settings) -> None:
@@ -153,10 +155,24 @@ class Engine:
             )
         )
 
-    async def generate(self, backend: Backend, messages: list[Component]) -> str:
+    async def generate(
+        self, backend: Backend, messages: list[Component], attempts: list[int] | None = None
+    ) -> str:
+        """Ask ``backend`` for the summary, retrying retryable errors a bounded number of times.
+
+        At most ``1 + retries`` requests. A wait (exponential, or the
+        provider's ``Retry-After``, capped) that would end past the
+        compaction's own timeout is not started: the error is raised at
+        once, since the retry could not finish in time anyway. ``attempts``,
+        when given, is a one-item list that counts the requests made.
+        """
         settings = self.settings
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.timeout
         attempt = 0
         while True:
+            if attempts is not None:
+                attempts[0] += 1
             try:
                 output = await backend.generate(messages, model_options=settings.model_options)
                 break
@@ -165,7 +181,9 @@ class Engine:
                     raise
                 delay = min(_RETRY_BASE_SECONDS * 2**attempt, _RETRY_CAP_SECONDS)
                 if isinstance(exc, RateLimitError) and exc.retry_after is not None:
-                    delay = min(max(exc.retry_after, 0.0), _RETRY_CAP_SECONDS * 4)
+                    delay = min(max(exc.retry_after, 0.0), _RETRY_AFTER_CAP_SECONDS)
+                if loop.time() + delay >= deadline:
+                    raise  # waiting would run into the timeout: report the real error now
                 attempt += 1
                 await asyncio.sleep(delay)
         if output.tool_calls:
@@ -204,9 +222,10 @@ class Engine:
             Message("system", SUMMARIZER_INSTRUCTIONS),
             Message("user", prompt),
         ]
+        attempts = [0]
         try:
             summary = await bounded(
-                lambda: self.generate(chosen, messages),
+                lambda: self.generate(chosen, messages, attempts),
                 self.settings.timeout,
                 f"{self.owner}: the summary",
             )
@@ -217,10 +236,11 @@ class Engine:
                 "the compaction was cancelled",
                 target=target,
                 seconds=_since(started),
+                attempts=attempts[0],
             )
             raise
         except (BackendError, CompactionError) as exc:
-            return self.fail(ctx, exc, started, target)
+            return self.fail(ctx, exc, started, target, attempts[0])
         lost = missing_facts(facts, summary)
         checkpoint = Checkpoint(
             summary,
@@ -245,6 +265,7 @@ class Engine:
                 seconds=_since(started),
                 facts_checked=tuple(facts),
                 facts_carried=tuple(lost),
+                attempts=attempts[0],
             )
             return ctx
         result = ctx._replace(p, k, (checkpoint,))
@@ -260,11 +281,17 @@ class Engine:
             seconds=_since(started),
             facts_checked=tuple(facts),
             facts_carried=tuple(lost),
+            attempts=attempts[0],
         )
         return result
 
     def fail(
-        self, ctx: ChatContext, error: Exception, started: float, target: int | None = None
+        self,
+        ctx: ChatContext,
+        error: Exception,
+        started: float,
+        target: int | None = None,
+        attempts: int = 0,
     ) -> Failed:
         """Record a failure; hand it to the public method, which raises or warns."""
         self.record(
@@ -274,6 +301,7 @@ class Engine:
             target=target,
             seconds=_since(started),
             error=repr(error),
+            attempts=attempts,
         )
         return Failed(ctx, error)
 

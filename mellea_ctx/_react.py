@@ -16,8 +16,11 @@ its own context:
   a checkpoint replaced.
 
 With a session (``SessionMemory.open(...)``), every finished turn is written
-to the store in one atomic commit, and a compaction replaces the stored
-dialogue; the system instructions are never stored.
+to the store in one atomic write: the first one together with the goal, and
+one after a compaction as a ``replace`` of the compacted dialogue. A turn that
+fails or is cancelled writes nothing, so the store holds exactly what it held
+after the last finished turn (before the call, if none finished) and a retried
+call does not store its goal twice. The system instructions are never stored.
 
 With a :class:`~mellea_ctx.ToolSearch`, deferred tools stay out of requests
 until the model finds them with ``tool_search``; definitions delivered in a
@@ -326,8 +329,9 @@ async def areact(
         loop.committed = _dialogue(ctx)
     token = record_sink.set(loop.on_record)
     try:
+        # The goal is stored with the first finished turn, not before: a call that fails
+        # or is cancelled before any turn finishes leaves the session as it was.
         loop.ctx = ctx.add(ReactInitiator(goal))
-        _commit(loop)
         for turn in range(1, loop_budget + 1):
             loop.turn = turn
             if compactor is not None and (turn > 1 or loop.compact_requested):
@@ -339,10 +343,9 @@ async def areact(
                     compactor, before, compaction_backend, force=forced, focus=loop.focus
                 )
                 loop.compact_requested, loop.focus = False, ""
-                if loop.ctx is not before:
-                    _commit(loop)
-                    if tool_search is not None and delivered is not None:
-                        tool_search.reset_after_compaction(delivered)
+                # The compacted dialogue is stored with this turn, when it finishes.
+                if loop.ctx is not before and tool_search is not None and delivered is not None:
+                    tool_search.reset_after_compaction(delivered)
             loop.emit("turn_started")
             messages = loop.ctx.view_for_generation()
             problems = validate_openai(messages)

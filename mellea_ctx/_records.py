@@ -47,6 +47,8 @@ class CompactionRecord:
         over_target: The result (for an outcome other than ``applied``, the
             context left as it was) is above the compactor's target size.
         error: The error's ``repr`` when the outcome is ``failed``.
+        attempts: Requests sent to the backend, retries included (``0`` when
+            no model was called, or the bridge's safety net gave up first).
     """
 
     strategy: str
@@ -62,6 +64,7 @@ class CompactionRecord:
     facts_carried: tuple[Fact, ...] = ()
     over_target: bool = False
     error: str | None = None
+    attempts: int = 0
 
 
 #: A callback that receives each record.

@@ -57,7 +57,7 @@ class SDKBackend(abc.ABC):
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self.model_options = dict(model_options or {})
+        self.model_options = _no_stream(name, "model_options", dict(model_options or {}))
 
     @classmethod
     def sdk(cls) -> Any:
@@ -87,6 +87,7 @@ class SDKBackend(abc.ABC):
         """
         sdk = self.sdk()
         options = {**self.model_options, **dict(model_options or {})}
+        _no_stream(f"{type(self).__name__}.generate", "model_options", options)
         try:
             response = await self.call(sdk, messages, options, tools or ())
         except Exception as exc:
@@ -109,3 +110,15 @@ class SDKBackend(abc.ABC):
     @abc.abstractmethod
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the response as a ``ModelOutputThunk``; raise ``MalformedResponseError``."""
+
+
+def _no_stream(owner: str, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Refuse ``stream``: the backends read whole answers, and a stream would be sent, billed,
+    and then fail to parse."""
+    if options.get("stream"):
+        msg = (
+            f"{owner}: {name} has stream={options['stream']!r}, but the backends read whole "
+            "answers (a summary is used only once complete); drop the stream option"
+        )
+        raise InvalidArgumentError(msg)
+    return options

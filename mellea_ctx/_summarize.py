@@ -16,6 +16,14 @@ calls) returns the input context itself, unchanged, warns with a
 :class:`~mellea_ctx.CompactionWarning` and reports a ``failed`` record; with
 ``strict=True`` it raises the typed error instead. Cancellation is reported
 and re-raised. The input is never modified either way.
+
+Riding inline (``ChatContext(compactor=TokenBudgetCompactor(...))``, or
+behind a :class:`~mellea_ctx.ThresholdCompactor`), a compaction that called
+the backend and left the context unchanged (it failed, or the summary was not
+smaller) starts a failure backoff: the context it returns skips the next
+``backoff_adds`` adds' compaction (doubling with each consecutive failure,
+up to 16 times), so a backend that is down is not asked again on every add.
+See ``ChatContext.compaction_backoff``.
 """
 
 from __future__ import annotations
@@ -86,6 +94,10 @@ class LLMSummarizeCompactor:
             (``Checkpoint.restore()``); turn off to let it be freed.
         on_record: Called with a :class:`~mellea_ctx.CompactionRecord` for each
             compaction attempted.
+        backoff_adds: Behind a ``ThresholdCompactor`` inside a context: after a
+            failed compaction, the next ``backoff_adds`` adds do not try again
+            (doubling with each consecutive failure, up to 16 times); ``0``
+            tries on every add. A ``compact`` call of your own always tries.
 
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
@@ -115,6 +127,7 @@ class LLMSummarizeCompactor:
         preserve_facts: bool = True,
         keep_replaced: bool = True,
         on_record: RecordHook | None = None,
+        backoff_adds: int = 8,
     ) -> None:
         if isinstance(keep_n, bool) or not isinstance(keep_n, int) or keep_n < 0:
             msg = (
@@ -123,6 +136,7 @@ class LLMSummarizeCompactor:
             )
             raise InvalidArgumentError(msg)
         self.keep_n = keep_n
+        self.backoff_adds = _backoff("LLMSummarizeCompactor", backoff_adds)
         self.settings = make_settings(
             default_backend,
             pin_predicate,
@@ -188,6 +202,16 @@ class LLMSummarizeCompactor:
         )
         return self._engine.settle(outcome)
 
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """:meth:`compact`, then a failure backoff when it left ``ctx`` unchanged."""
+        if type(self).compact is not LLMSummarizeCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        p, k = self.span(ctx)
+        if k <= p:
+            return ctx
+        outcome = self._engine.run_sync(ctx, lambda: self._engine.replace(ctx, p, k, None))
+        return _backed_off(self._engine.settle(outcome), ctx, self.backoff_adds)
+
     def __repr__(self) -> str:
         return (
             f"LLMSummarizeCompactor(keep_n={self.keep_n}, "
@@ -235,6 +259,11 @@ class TokenBudgetCompactor(InlineCompactor):
             sets it (default: an eighth of the target, at most 4,096).
         boundary: ``"user_turn"`` (the default: turns begin at user input) or
             ``"model_step"`` (each assistant message also begins a turn).
+        backoff_adds: Riding inline: after a failed compaction (or a summary
+            that was not smaller), the next ``backoff_adds`` adds do not try
+            again, doubling with each consecutive failure up to 16 times
+            (see ``ChatContext.compaction_backoff``); ``0`` tries on every
+            add. ``compact`` / ``acompact`` calls of your own always try.
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
@@ -263,6 +292,7 @@ class TokenBudgetCompactor(InlineCompactor):
         preserve_facts: bool = True,
         keep_replaced: bool = True,
         on_record: RecordHook | None = None,
+        backoff_adds: int = 8,
     ) -> None:
         owner = "TokenBudgetCompactor"
         _positive(owner, "max_tokens", max_tokens)
@@ -284,6 +314,7 @@ class TokenBudgetCompactor(InlineCompactor):
             msg = f"{owner}: boundary={boundary!r} must be 'user_turn' or 'model_step'"
             raise InvalidArgumentError(msg)
         self.boundary = boundary
+        self.backoff_adds = _backoff(owner, backoff_adds)
         options = dict(model_options or {})
         options.setdefault("max_tokens", reserve)
         self.max_tokens = max_tokens
@@ -399,6 +430,20 @@ class TokenBudgetCompactor(InlineCompactor):
         )
         return self._engine.settle(outcome)
 
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """:meth:`compact`, then a failure backoff when the model call left ``ctx`` unchanged."""
+        if type(self).compact is not TokenBudgetCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        planned = self._plan(ctx, False)
+        if planned is None:
+            return ctx
+        p, k = planned
+        target = self.target_tokens
+        outcome = self._engine.run_sync(
+            ctx, lambda: self._engine.replace(ctx, p, k, None, target=target), target
+        )
+        return _backed_off(self._engine.settle(outcome), ctx, self.backoff_adds)
+
     def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int] | None:
         """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
         if not (force or self.due(ctx)):
@@ -414,6 +459,21 @@ class TokenBudgetCompactor(InlineCompactor):
             f"TokenBudgetCompactor(max_tokens={self.max_tokens}, "
             f"target_tokens={self.target_tokens}, keep_recent_tokens={self.keep_recent_tokens})"
         )
+
+
+def _backoff(owner: str, adds: object) -> int:
+    if isinstance(adds, bool) or not isinstance(adds, int) or not 0 <= adds <= 10_000:
+        msg = (
+            f"{owner}: backoff_adds={adds!r} must be an int from 0 to 10000 (adds to wait "
+            "after a failed inline compaction); pass 0 to try again on every add"
+        )
+        raise InvalidArgumentError(msg)
+    return adds
+
+
+def _backed_off(result: ChatContext, ctx: ChatContext, adds: int) -> ChatContext:
+    """``result``, or when the model call left ``ctx`` as it was, ``ctx`` backing off."""
+    return ctx._backing_off(adds) if result is ctx else result
 
 
 def _positive(owner: str, name: str, value: object) -> None:

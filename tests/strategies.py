@@ -556,6 +556,7 @@ def _common(draw: Any, script: Script, records: list[CompactionRecord]) -> dict[
         "preserve_facts": draw(st.booleans()),
         "keep_replaced": draw(st.booleans()),
         "on_record": records.append,
+        "backoff_adds": draw(st.integers(0, 3)),
     }
 
 

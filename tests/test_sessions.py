@@ -502,7 +502,7 @@ def reader_model(files: int) -> Any:
 
 class TestWithReact:
     def test_each_finished_turn_is_committed(self, store: SessionStore) -> None:
-        """react commits the goal, each tool step and the answer; instructions are not stored."""
+        """react commits each tool step (the first with the goal) and the answer, not the prompt."""
         memory = SessionMemory(store)
         session = memory.open("agent")
         result = react(
@@ -515,7 +515,7 @@ class TestWithReact:
         stored = memory.open("agent")
         assert "Every handler returns 42." == result.answer
         assert result.session == stored
-        assert (4, 6) == (stored.version, len(stored.dialogue))  # goal, 2 steps, answer
+        assert (3, 6) == (stored.version, len(stored.dialogue))  # goal + step, step, answer
         assert isinstance(stored.dialogue[0], ReactInitiator)
         assert [] == [c for c in stored.dialogue if c.role == "system"]
         assert list(stored.dialogue) == result.ctx.as_list()[1:]

@@ -56,6 +56,7 @@ def check_api() -> None:
     assert_type(grown.previous_node, ChatContext | None)
     assert_type(grown.node_data, Component | None)
     assert_type(grown.token_count, int)
+    assert_type(grown.compaction_backoff, int)
     assert_type(grown.compactor, InlineCompactor | None)
     assert_type(window.compact(grown), ChatContext)
     compactor: Compactor = window
@@ -71,12 +72,15 @@ async def check_summarizers() -> None:
     records: list[CompactionRecord] = []
     summarize = LLMSummarizeCompactor(default_backend=ExtractiveBackend(), on_record=records.append)
     budget = TokenBudgetCompactor(
-        max_tokens=1_000, default_backend=ScriptedBackend(lambda m, o: "s")
+        max_tokens=1_000, default_backend=ScriptedBackend(lambda m, o: "s"), backoff_adds=4
     )
     ctx = ChatContext(compactor=budget)
     assert_type(summarize.compact(ctx), ChatContext)
     assert_type(await summarize.acompact(ctx), ChatContext)
     assert_type(budget.compact(ctx, force=True), ChatContext)
+    assert_type(budget.backoff_adds, int)
+    if records:
+        assert_type(records[0].attempts, int)
     first = ctx[0]
     assert_type(first, Component)
     if isinstance(first, Checkpoint):
