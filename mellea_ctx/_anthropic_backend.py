@@ -14,7 +14,7 @@ from typing import Any
 from ._anthropic_format import to_anthropic
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
-from ._sdk_backend import SDKBackend
+from ._sdk_backend import SDKBackend, sdk_arguments
 from ._tools import Tool
 
 __all__ = ["AnthropicBackend"]
@@ -94,7 +94,10 @@ class AnthropicBackend(SDKBackend):
             timeout=self._timeout,
             max_retries=self._max_retries,
         ) as client:
-            return await client.messages.create(model=self.model, messages=payload, **options)
+            create = client.messages.create
+            return await create(
+                model=self.model, messages=payload, **sdk_arguments(create, options)
+            )
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the answer: text blocks joined, tool_use blocks as calls, usage."""

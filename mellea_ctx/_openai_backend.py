@@ -14,7 +14,7 @@ from typing import Any
 from ._components import Component, ModelOutputThunk, ToolCall, Usage
 from ._exceptions import InvalidArgumentError, MalformedResponseError
 from ._formats import to_openai
-from ._sdk_backend import SDKBackend
+from ._sdk_backend import SDKBackend, sdk_arguments
 from ._tools import Tool
 
 __all__ = ["OpenAIBackend"]
@@ -101,8 +101,9 @@ class OpenAIBackend(SDKBackend):
             timeout=self._timeout,
             max_retries=self._max_retries,
         ) as client:
-            return await client.chat.completions.create(
-                model=self.model, messages=to_openai(messages), **options
+            create = client.chat.completions.create
+            return await create(
+                model=self.model, messages=to_openai(messages), **sdk_arguments(create, options)
             )
 
     def parse(self, response: Any) -> ModelOutputThunk:

@@ -8,8 +8,10 @@ maps every failure of the call to our exceptions (``raise ... from exc``).
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ._components import Component, ModelOutputThunk
@@ -17,7 +19,38 @@ from ._exceptions import InvalidArgumentError
 from ._provider_errors import map_provider_error
 from ._tools import Tool
 
-__all__ = ["SDKBackend"]
+__all__ = ["SDKBackend", "sdk_arguments"]
+
+
+@functools.cache
+def _named_parameters(method: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword names ``method`` declares, or None if it takes ``**kwargs``."""
+    parameters = inspect.signature(method).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return frozenset(parameter.name for parameter in parameters)
+
+
+def sdk_arguments(method: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``options`` as keyword arguments for the SDK's ``method``.
+
+    An SDK's ``create`` names the request fields its version knows; a field it
+    does not name (``top_k`` for vLLM through the OpenAI SDK, or ``temperature``
+    once an Anthropic SDK stopped listing it) would be a ``TypeError`` before
+    any request. Such fields go in the request body through the SDK's own
+    ``extra_body`` instead, so the server decides (and refuses a typo with a
+    400, which maps to ``BackendError``).
+    """
+    named = _named_parameters(getattr(method, "__func__", method))
+    if named is None:
+        return dict(options)
+    arguments = {key: value for key, value in options.items() if key in named}
+    unnamed = {key: value for key, value in options.items() if key not in named}
+    if unnamed and "extra_body" in named:
+        arguments["extra_body"] = {**unnamed, **dict(arguments.get("extra_body") or {})}
+    else:
+        arguments.update(unnamed)
+    return arguments
 
 
 class SDKBackend(abc.ABC):

@@ -89,6 +89,18 @@ class TestOpenAIBackend:
         assert body["messages"][3]["tool_call_id"] == "call_1"
         assert openai_server.requests[0].headers.get("authorization") == "Bearer test"
 
+    def test_options_the_sdk_does_not_name_still_reach_the_server(
+        self, openai_server: OpenAIWireServer
+    ) -> None:
+        """vLLM's ``top_k`` is no parameter of the SDK's create: it goes in the body."""
+        openai_server.reply("ok")
+        backend = OpenAIBackend(
+            "m", base_url=openai_server.base_url, model_options={"top_k": 20, "temperature": 0}
+        )
+        generate(backend, extra_body={"min_p": 0.1})
+        body = openai_server.requests[0].json
+        assert (body["top_k"], body["min_p"], body["temperature"]) == (20, 0.1, 0)
+
     def test_tool_calls_come_back_as_tool_calls(self, openai_server: OpenAIWireServer) -> None:
         """A completion made of tool calls parses into ToolCall values."""
         openai_server.reply(tool_calls=[("call_9", "ls", '{"path": "src"}')])
@@ -167,6 +179,21 @@ class TestAnthropicBackend:
         }
         assert body["messages"][2]["content"][0]["type"] == "tool_result"
         assert body["max_tokens"] == 2_048
+
+    def test_options_the_sdk_does_not_name_still_reach_the_server(
+        self, anthropic_server: AnthropicWireServer
+    ) -> None:
+        """``temperature``, which anthropic 2.14's create no longer names, is sent in the body."""
+        anthropic_server.reply("ok")
+        backend = AnthropicBackend(
+            "claude-x",
+            base_url=anthropic_server.base_url,
+            api_key="test",
+            model_options={"temperature": 0, "top_k": 5},
+        )
+        generate(backend)
+        body = anthropic_server.requests[0].json
+        assert (body["temperature"], body["top_k"], body["max_tokens"]) == (0, 5, 2_048)
 
     def test_tool_use_answer(self, anthropic_server: AnthropicWireServer) -> None:
         """A tool_use answer parses into ToolCall values with JSON arguments."""
