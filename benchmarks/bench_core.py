@@ -1,8 +1,11 @@
 """Core benchmark: mellea-ctx against mellea 0.8.0, side by side in one run.
 
-Run it as::
+Case 1 of the suite (``bench_suite.py``, run by ``nox -s bench``), which runs
+it with the N = 100,000 cases and writes its record into ``suite.json``. On
+its own::
 
     python benchmarks/bench_core.py            # full sizes (a few minutes)
+    python benchmarks/bench_core.py --large    # and again at N = 100,000
     python benchmarks/bench_core.py --quick    # small sizes, a smoke test
 
 What is measured, for each library that imports:

@@ -858,23 +858,33 @@ def case_latency(quick: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------- #
 
 
-def measure(work: Callable[[], Any], repeats: int = 3) -> tuple[float, int]:
-    """Return ``(seconds, peak bytes)``: the best of ``repeats`` untraced runs, then one
-    run under tracemalloc for the peak (tracing slows it, so it is not timed)."""
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        kept = work()
-        times.append(time.perf_counter() - start)
-        del kept
+def measure(work: Callable[[], Any], repeats: int = 3) -> tuple[float, float, int]:
+    """Return ``(seconds, seconds with the collector off, peak bytes)`` of ``work``.
+
+    Times are the best of ``repeats`` untraced runs, with CPython's cycle
+    collector on (as programs run) and then off (the library's own work);
+    the peak comes from one more run under tracemalloc, not timed.
+    """
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for collector in (True, False):
+        for _ in range(repeats):
+            gc.collect()
+            if not collector:
+                gc.disable()
+            try:
+                start = time.perf_counter()
+                kept = work()
+                times[collector].append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+            del kept
     gc.collect()
     tracemalloc.start()
     kept = work()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     del kept
-    return min(times), peak
+    return min(times[True]), min(times[False]), peak
 
 
 def write_transcript(path: Path, megabytes: float, *, seed: int) -> int:
@@ -926,13 +936,15 @@ def case_resources(
                 ctx = ctx.add(Message("user" if i % 2 else "assistant", text))
             return ctx
 
-        seconds, peak = measure(work)
+        seconds, no_gc, peak = measure(work)
         build.append(
             {
                 "messages": n,
                 "seconds": seconds,
+                "seconds_gc_off": no_gc,
                 "peak_bytes": peak,
                 "us_per_message": seconds / n * 1e6,
+                "us_per_message_gc_off": no_gc / n * 1e6,
                 "bytes_per_message": peak / n,
             }
         )
@@ -942,23 +954,49 @@ def case_resources(
             path = Path(folder) / f"t{mb}.json"
             count = write_transcript(path, mb, seed=700)
             real_mb = path.stat().st_size / 1e6
-            seconds, peak = measure(lambda path=path: load_conversation(path))
+            seconds, no_gc, peak = measure(lambda path=path: load_conversation(path))
             load.append(
                 {
                     "megabytes": real_mb,
                     "messages": count,
                     "seconds": seconds,
+                    "seconds_gc_off": no_gc,
                     "peak_bytes": peak,
                     "s_per_mb": seconds / real_mb,
+                    "s_per_mb_gc_off": no_gc / real_mb,
                     "peak_mb_per_mb": peak / 1e6 / real_mb,
                 }
             )
-            path.unlink()
+            if mb != mb_sizes[0]:
+                path.unlink()
+        # The same file loaded ten times over, every result kept alive: if the
+        # library's per-message work grew with what is already in memory, the
+        # later loads would be slower than the first ones.
+        path = Path(folder) / f"t{mb_sizes[0]}.json"
+        kept: list[list[Component]] = []
+        repeated = []
+        for _ in range(10):
+            start = time.perf_counter()
+            kept.append(load_conversation(path))
+            repeated.append(time.perf_counter() - start)
+        alive = sum(len(k) for k in kept)
+        del kept
     return {
+        "repeated_load": {
+            "megabytes": mb_sizes[0],
+            "loads": len(repeated),
+            "components_alive_at_end": alive,
+            "samples_s": repeated,
+            "first3_median_s": statistics.median(repeated[:3]),
+            "last3_median_s": statistics.median(repeated[-3:]),
+            "last_over_first": statistics.median(repeated[-3:]) / statistics.median(repeated[:3]),
+        },
         "build": build,
-        "build_growth": growth(build, "messages", "us_per_message", "bytes_per_message"),
+        "build_growth": growth(
+            build, "messages", "us_per_message", "us_per_message_gc_off", "bytes_per_message"
+        ),
         "load": load,
-        "load_growth": growth(load, "megabytes", "s_per_mb", "peak_mb_per_mb"),
+        "load_growth": growth(load, "megabytes", "s_per_mb", "s_per_mb_gc_off", "peak_mb_per_mb"),
     }
 
 
@@ -1135,6 +1173,7 @@ def render_markdown(record: Mapping[str, Any]) -> str:
                 rows,
             ),
             "",
+            *_billing_breakdown(billing),
             f"{billing['steps']:,} model steps, {billing['messages']:,} messages "
             f"({', '.join(f'{k} {n}' for k, n in sorted(billing['roles'].items()))}), "
             f"{billing['session_tokens']:,} tokens in all (median message "
@@ -1168,6 +1207,7 @@ def render_markdown(record: Mapping[str, Any]) -> str:
                 f"build a context of {r['messages']:,} messages",
                 f"{r['seconds']:.3f}",
                 f"{r['us_per_message']:.2f} µs/message",
+                f"{r['us_per_message_gc_off']:.2f} µs/message",
                 f"{r['peak_bytes'] / 1e6:.1f}",
                 f"{r['bytes_per_message']:.0f} B/message",
             ]
@@ -1177,28 +1217,80 @@ def render_markdown(record: Mapping[str, Any]) -> str:
                 f"load a {r['megabytes']:.1f} MB transcript ({r['messages']:,} messages)",
                 f"{r['seconds']:.3f}",
                 f"{r['s_per_mb'] * 1e3:.1f} ms/MB",
+                f"{r['s_per_mb_gc_off'] * 1e3:.1f} ms/MB",
                 f"{r['peak_bytes'] / 1e6:.1f}",
                 f"{r['peak_mb_per_mb']:.2f} MB/MB",
             ]
             for r in res["load"]
         ]
-        out += [
-            _table(
-                ["work", "seconds", "time per unit", "peak MB (tracemalloc)", "memory per unit"],
-                rows,
-            ),
-            "",
+        header = [
+            "work",
+            "seconds",
+            "time per unit",
+            "the same, cycle collector off",
+            "peak MB (tracemalloc)",
+            "memory per unit",
         ]
+        out += [_table(header, rows), ""]
         bg, lg = res["build_growth"], res["load_growth"]
         out += [
             "Per-unit cost at the largest size over the smallest "
             f"({bg['size_ratio']:.0f}x the size for building, {lg['size_ratio']:.0f}x for "
-            f"loading): building {bg['us_per_message']:.2f}x "
-            f"time, {bg['bytes_per_message']:.2f}x memory; loading {lg['s_per_mb']:.2f}x time, "
-            f"{lg['peak_mb_per_mb']:.2f}x memory (1.00x is exactly linear).",
+            f"loading; 1.00x is exactly linear): building {bg['us_per_message']:.2f}x time "
+            f"({bg['us_per_message_gc_off']:.2f}x with the collector off), "
+            f"{bg['bytes_per_message']:.2f}x memory; loading {lg['s_per_mb']:.2f}x time "
+            f"({lg['s_per_mb_gc_off']:.2f}x with the collector off), "
+            f"{lg['peak_mb_per_mb']:.2f}x memory.",
             "",
         ]
+        rep = res.get("repeated_load")
+        if rep:
+            out += [
+                f"The {rep['megabytes']:g} MB transcript loaded {rep['loads']} times over, every "
+                f"result kept alive ({rep['components_alive_at_end']:,} components at the end): "
+                f"the last three loads took {rep['last_over_first']:.2f}x the time of the first "
+                "three (median of each): "
+                + (
+                    "the per-load work does not grow with what is already in memory."
+                    if rep["last_over_first"] < 1.25
+                    else "LATER LOADS ARE SLOWER; look for work that grows with the heap."
+                ),
+                "",
+            ]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _billing_breakdown(billing: Mapping[str, Any]) -> list[str]:
+    """Return where each bill of the main setting goes, as a table and a blank line."""
+    run = next(r for r in billing["runs"] if r["main"])
+    rows = []
+    for label, side in (("sliding window", run["sliding"]), ("ours", run["ours"])):
+        bill = side["bill"]
+        rows.append(
+            [
+                label,
+                _k(side["mean_request_tokens"]),
+                f"{100 * side['mean_hit_share']:.0f}%",
+                side["compactions"],
+                _k(bill["cache_read"]),
+                _k(bill["cache_write"]),
+                _k(bill["summary_input"]),
+                _k(bill["summary_output_tokens"]),
+                _k(bill["effective_input"]),
+            ]
+        )
+    header = [
+        f"main setting ({run['max_context']:,} / {run['target']:,})",
+        "mean request",
+        "cached share",
+        "times the history was cut",
+        "cache reads at 0.1x",
+        "cache writes at 1.25x",
+        "summary input at 1x",
+        "summary output tokens",
+        "billed",
+    ]
+    return [_table(header, rows), ""]
 
 
 CASES = ("core", "trim", "counting", "billing", "latency", "resources")
@@ -1210,7 +1302,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--only", nargs="*", choices=CASES, default=None, help="run only these")
     parser.add_argument("--output", type=Path, default=None, help="JSON file (markdown beside it)")
+    parser.add_argument(
+        "--render", type=Path, default=None, help="only rewrite the markdown of this JSON record"
+    )
     args = parser.parse_args(argv)
+    if args.render is not None:
+        record = json.loads(args.render.read_text())
+        args.render.with_suffix(".md").write_text(render_markdown(record))
+        print(f"wrote {args.render.with_suffix('.md')}")
+        return 0
     name = "suite-quick" if args.quick else "suite"
     output = args.output or RESULTS_DIR / f"{name}.json"
     chosen = args.only or list(CASES)
