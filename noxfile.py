@@ -100,15 +100,21 @@ MELLEA_BENCH_DEPS = [
 ]
 
 
+# LangChain's trim_messages, for the trim case of the suite. 1.8.3 is the newest whose
+# dependencies this machine's index has (1.8.4 needs langchain-protocol>=0.0.22).
+LANGCHAIN_BENCH = "langchain-core==1.8.3"
+
+
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """Benchmark the core against mellea 0.8.0, side by side in one run (not in the default run).
+    """The benchmark suite (benchmarks/bench_suite.py), side by side in one run (not by default).
 
-    ``nox -s bench -- --quick`` for a smoke run at small sizes.
+    Writes benchmarks/results/suite.json and suite.md (included by docs/benchmarks.md).
+    ``nox -s bench -- --quick`` for a smoke run at small sizes (suite-quick.*, not committed).
     """
-    session.install(".", *MELLEA_BENCH_DEPS)
+    session.install(".", *MELLEA_BENCH_DEPS, LANGCHAIN_BENCH)
     session.install("--no-deps", "mellea==0.8.0")
-    session.run("python", "benchmarks/bench_core.py", *session.posargs)
+    session.run("python", "benchmarks/bench_suite.py", *session.posargs)
 
 
 @nox.session

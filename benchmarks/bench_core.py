@@ -1,8 +1,11 @@
 """Core benchmark: mellea-ctx against mellea 0.8.0, side by side in one run.
 
-Run it as::
+Case 1 of the suite (``bench_suite.py``, run by ``nox -s bench``), which runs
+it with the N = 100,000 cases and writes its record into ``suite.json``. On
+its own::
 
     python benchmarks/bench_core.py            # full sizes (a few minutes)
+    python benchmarks/bench_core.py --large    # and again at N = 100,000
     python benchmarks/bench_core.py --quick    # small sizes, a smoke test
 
 What is measured, for each library that imports:
@@ -265,6 +268,7 @@ class Case:
     window: int | None = None
     gate: str | None = None
     read_each: bool = False
+    ours_only: bool = False
 
     def compactor(self, lib: Lib) -> Any:
         """Build this case's compactor for ``lib`` (``None`` for no compactor)."""
@@ -293,8 +297,44 @@ class Result:
         return statistics.median(self.times)
 
 
-def make_cases(quick: bool) -> list[Case]:
-    """Return the cases, at full or quick sizes."""
+def make_cases(quick: bool, large: bool = False) -> list[Case]:
+    """Return the cases, at full or quick sizes.
+
+    With ``large``, the cases again at N = 100,000 (10,000 when quick). mellea
+    runs those whose adds cost O(1) for it; where an add costs it O(history)
+    (a read of the whole history, or its threshold gate's walk), 100,000 adds
+    would take it about an hour, so only our side runs and the table says so.
+    """
+    cases = _cases(quick)
+    if not large:
+        return cases
+    n = 10_000 if quick else 100_000
+    big = 100 if quick else 1_000
+    return [
+        *cases,
+        Case("plain_adds_L", "plain adds", n, expected_len=n),
+        Case("add_as_list_L", "add + as_list", n, expected_len=n, read_each=True, ours_only=True),
+        Case("window_20_L", "WindowCompactor(size=20)", n, expected_len=1 + 20, window=20),
+        Case(
+            f"window_{big}_L",
+            f"WindowCompactor(size={big})",
+            n,
+            expected_len=1 + big,
+            window=big,
+        ),
+        Case(
+            "threshold_never_L",
+            "Threshold(Window(20), 1e9)",
+            n,
+            expected_len=n,
+            window=20,
+            gate="tokens",
+            ours_only=True,
+        ),
+    ]
+
+
+def _cases(quick: bool) -> list[Case]:
     n = 1_000 if quick else 10_000
     n_read = 300 if quick else 2_000
     big = 100 if quick else 1_000
@@ -365,6 +405,8 @@ def run_case(
     stops repeating once its own samples add up to ``budget`` seconds, or when
     it raises.
     """
+    if case.ours_only:
+        libs = [lib for lib in libs if lib.name == "ours"]
     results = {lib.name: Result() for lib in libs}
     for r in range(repeats):
         active = [
@@ -486,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print the table, write the JSON; return an exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    parser.add_argument("--large", action="store_true", help="also the cases at N = 100,000")
     parser.add_argument("--repeats", type=int, default=None, help="max repeats per case")
     parser.add_argument(
         "--budget",
@@ -495,11 +538,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
-
-    repeats = args.repeats or (3 if args.quick else 5)
-    budget = args.budget if args.budget is not None else (5.0 if args.quick else 30.0)
     output = args.output or RESULTS_DIR / ("core-quick.json" if args.quick else "core.json")
-    n_encode = 1_000 if args.quick else 10_000
+    record = run(quick=args.quick, repeats=args.repeats, budget=args.budget, big=args.large)
+    if record is None:
+        return 1
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"\nwrote {output}")
+    return 0
+
+
+def run(
+    *, quick: bool, repeats: int | None, budget: float | None, big: bool
+) -> dict[str, Any] | None:
+    """Run the cases, print the table, and return the record (``None``: nothing imports)."""
+    repeats = repeats or (3 if quick else 5)
+    budget = budget if budget is not None else (5.0 if quick else 30.0)
+    n_encode = 1_000 if quick else 10_000
 
     libs: list[Lib] = []
     notes: list[str] = []
@@ -511,8 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             libs.append(loaded)
     if not libs:
         print("neither mellea nor mellea_ctx imports:\n  " + "\n  ".join(notes))
-        return 1
-    by_name = {lib.name: lib for lib in libs}
+        return None
 
     print(f"Python {platform.python_version()} on {platform.platform()}")
     for lib in libs:
@@ -542,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print()
 
-    cases = make_cases(args.quick)
+    cases = make_cases(quick, big)
     results: dict[str, dict[str, Result]] = {}
     for seed, case in enumerate(cases, start=1):
         print(f"  running {case.title.strip()} (N={case.n:,}) ...", flush=True)
@@ -618,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = {
         "benchmark": "core",
         "statistic": "min",
-        "quick": args.quick,
+        "quick": quick,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -655,7 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 },
                 "ratio_mellea_over_ours": (
                     results[case.key]["mellea"].best / results[case.key]["ours"].best
-                    if {"mellea", "ours"} <= by_name.keys()
+                    if {"mellea", "ours"} <= results[case.key].keys()
                     and results[case.key]["mellea"].times
                     and results[case.key]["ours"].times
                     else None
@@ -672,10 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "samples_s": encode_times,
         },
     }
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"\nwrote {output}")
-    return 0
+    return record
 
 
 if __name__ == "__main__":

@@ -368,13 +368,18 @@ class TokenBudgetCompactor(InlineCompactor):
         eligible = [start for start in starts if start <= cut]
         k = eligible[-1] if eligible else p
         # Fold more turns into the summary while the estimate misses the target.
+        # The kept tail shrinks turn by turn: subtract each folded turn from its
+        # total instead of recounting the tail (that was O(turns x history)).
         prefix_tokens = count_all(counter, items[:p])
-        later = [start for start in starts if start > k]
-        while later:
-            estimate = prefix_tokens + self.summary_tokens + count_all(counter, items[k:])
-            if estimate <= self.target_tokens:
+        fixed = prefix_tokens + self.summary_tokens
+        tail = count_all(counter, items[k:])
+        for start in starts:
+            if start <= k:
+                continue
+            if fixed + tail <= self.target_tokens:
                 break
-            k = later.pop(0)
+            tail -= count_all(counter, items[k:start])
+            k = start
         if k <= p:
             reason = (
                 f"the recent dialogue to keep ({self.keep_recent_tokens} tokens, in whole user "

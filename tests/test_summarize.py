@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -568,6 +569,42 @@ class TestTokenBudgetCompactor:
         )
         result = compactor.compact(ctx)
         assert result.token_count <= total // 3
+
+    def test_folding_toward_the_target_is_linear_work(self) -> None:
+        """Folding turn after turn toward the target reads each count a bounded number of times.
+
+        A regression test for a quadratic span: each folded turn used to recount the whole
+        kept tail. Counts the memo lookups span() makes (work, not time).
+        """
+
+        def lookups(count: int) -> int:
+            ctx = build(SYSTEM, *turns(count, words=5))
+            total = ctx.token_count
+            compactor = TokenBudgetCompactor(
+                max_tokens=total - 1,
+                target_tokens=total // 20,
+                keep_recent_tokens=total - total // 10,
+                summary_tokens=10,
+                default_backend=reply("S."),
+            )
+            calls = 0
+
+            def profile(frame: Any, event: str, arg: object) -> None:
+                nonlocal calls
+                if event == "call" and frame.f_code.co_name == "count_memoized":
+                    calls += 1
+
+            sys.setprofile(profile)
+            try:
+                p, k, _ = compactor.span(ctx)
+            finally:
+                sys.setprofile(None)
+            assert k - p > count  # most turns were folded, one at a time
+            return calls
+
+        small, large = lookups(100), lookups(400)
+        assert large <= 3 * 801  # a few lookups per component, not one per component per turn
+        assert large <= 5 * small
 
     def test_stays_quiet_between_trigger_and_target(self) -> None:
         """After landing near the target, it does not fire again until the trigger is passed."""

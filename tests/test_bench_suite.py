@@ -1,0 +1,168 @@
+"""The benchmark suite's pure functions, at tiny sizes, so the suite cannot rot.
+
+No timing is asserted: these check the cost model, the prefix computation, the
+sliding window and the replays on hand-checked cases, and that the report renders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from mellea_ctx import Message, TiktokenCounter, ToolCall, ToolMessage, validate_openai
+
+SUITE_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_suite.py"
+
+
+@pytest.fixture(scope="module")
+def suite() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_suite", SUITE_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_suite"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+TINY_CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a coding agent. Work step by step."},
+    {"role": "user", "content": "Fix the failing test in tests/test_parse.py."},
+    {
+        "role": "assistant",
+        "content": "Let me look at the test.",
+        "tool_calls": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "pytest -x"}'},
+            },
+            {
+                "id": "b",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path": "src/parse.py"}'},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "a", "content": "FAILED tests/test_parse.py::test_x " * 30},
+    {"role": "tool", "tool_call_id": "b", "content": "def parse(text): return text.split() " * 40},
+    {"role": "user", "content": "Only touch src/parse.py, never the tests."},
+]
+
+
+class TestCostModel:
+    def test_bill_reads_the_hit_and_writes_the_rest(self, suite: ModuleType) -> None:
+        """1,000 tokens with 800 cached: 0.1 x 800 + 1.25 x 200 = 330 input tokens."""
+        assert 330.0 == pytest.approx(suite.bill(1_000, 800, suite.Rates()))
+        assert 1_000.0 == pytest.approx(suite.bill(1_000, 0, suite.Rates(write=1.0)))
+
+    def test_replay_bill_adds_the_summary_calls(self, suite: ModuleType) -> None:
+        """Requests are billed by the cache model, summary input at 1x, output apart."""
+        replay = suite.Replay(lengths=[100, 150], hits=[0, 100], summary_calls=[(40, 10)])
+        bill = replay.billed(suite.Rates())
+        assert 1.25 * 100 + 0.1 * 100 + 1.25 * 50 == pytest.approx(bill["requests"])
+        assert 40 == bill["summary_input"]
+        assert bill["requests"] + 40 == pytest.approx(bill["effective_input"])
+        assert bill["effective_input"] + 5 * 10 == pytest.approx(bill["effective_with_output"])
+        assert 100 + 150 + 40 == bill["no_cache"]
+
+
+class TestLongestCommonPrefix:
+    def test_hand_checked_prefix(self, suite: ModuleType) -> None:
+        """Equal messages count whole; the first differing one counts its common tokens."""
+        system = (-1, -10, -2, 5, 6, 7, -9)
+        old = [system, (-1, -11, -2, 1, 2, 3, -9), (-1, -12, -2, 4, -9)]
+        new = [system, (-1, -11, -2, 1, 2, 8, -9)]
+        assert 7 + 5 == suite.prefix_hit(old, new)
+        assert 7 + 7 + 5 == suite.prefix_hit(old, old)
+        assert 0 == suite.prefix_hit([], new)
+
+    def test_matches_the_concatenation(self, suite: ModuleType) -> None:
+        """Message by message gives the prefix of the concatenated token sequences."""
+        a = [(-1, 1, 2, -9), (-1, 3, -9)]
+        b = [(-1, 1, 2, -9), (-1, 3, 4, -9)]
+        flat_a = [t for m in a for t in m]
+        flat_b = [t for m in b for t in m]
+        assert suite.common_prefix(flat_a, flat_b) == suite.prefix_hit(a, b)
+
+    def test_sequence_length_is_the_counters_count(self, suite: ModuleType) -> None:
+        """A component's framed token sequence is as long as TiktokenCounter counts it."""
+        tokens = suite.Tokens()
+        call = ToolCall("c1", "bash", '{"command": "ls -la"}')
+        for component in [
+            Message("system", "Be brief."),
+            Message("assistant", "Listing.", tool_calls=[call]),
+            ToolMessage("a.py b.py", tool_call_id="c1", name="bash"),
+        ]:
+            assert TiktokenCounter().count(component) == len(tokens.of(component))
+
+
+class TestSlidingWindow:
+    def test_drops_oldest_until_it_fits(self, suite: ModuleType) -> None:
+        """Pinned 10 tokens, body 5+5+5+5, limit 17: the body keeps its last message."""
+        tokens = [10, 5, 5, 5, 5]
+        results = [False] * 5
+        assert 4 == suite.sliding_cut(tokens, results, 1, 1, 17)
+        assert 1 == suite.sliding_cut(tokens, results, 1, 1, 30)
+
+    def test_never_starts_on_a_tool_result(self, suite: ModuleType) -> None:
+        """A cut that would keep a result without its call drops the result too."""
+        tokens = [10, 5, 5, 2, 5]
+        results = [False, False, False, True, False]
+        assert 4 == suite.sliding_cut(tokens, results, 1, 1, 21)
+
+
+class TestReplays:
+    def test_both_strategies_fit_and_only_ours_summarizes(self, suite: ModuleType) -> None:
+        """On a tiny session both stay under the limit; ours compacts with real summaries."""
+        pools = suite.pools_from([TINY_CONVERSATION], "tiny")
+        session = suite.agent_session(pools, 30, seed=1)
+        assert [] == validate_openai(session)
+        tokens = suite.Tokens()
+        limit = 2_000
+        window = suite.replay_sliding(session, limit, tokens)
+        ours = suite.replay_budget(session, limit, limit // 2, tokens)
+        for replay in (window, ours):
+            assert 30 == len(replay.lengths)
+            assert 0 == replay.over_limit
+            assert 0 == replay.hits[0]
+            assert all(0 <= h <= n for h, n in zip(replay.hits, replay.lengths, strict=True))
+        assert window.compactions > 0 and not window.summary_calls
+        assert ours.compactions > 0 and len(ours.summary_calls) >= ours.compactions
+        row = suite.compare(window, ours, limit, 0.5, main=True)
+        assert row["ratio"] > 0
+
+
+class TestReport:
+    def test_tiny_run_renders(self, suite: ModuleType, tmp_path: Path) -> None:
+        """The billing, resource and markdown code runs end to end at tiny sizes."""
+        pools = suite.pools_from([TINY_CONVERSATION], "tiny")
+        record = {
+            "benchmark": "suite",
+            "quick": True,
+            "created": "now",
+            "machine": suite.machine(),
+            "seconds": 1.0,
+            "loadavg_end": "0",
+            "billing": suite.case_billing(True, pools, steps=20, limits=[1_500]),
+            "resources": suite.case_resources(True, build_sizes=(50, 100), mb_sizes=(0.01, 0.02)),
+        }
+        text = suite.render_markdown(record)
+        assert "Billed input tokens" in text and "Resource bounds" in text
+        assert "(main)" in text
+
+    def test_transcript_writer_writes_a_valid_transcript(
+        self, suite: ModuleType, tmp_path: Path
+    ) -> None:
+        """The generated transcript loads and keeps every tool exchange whole."""
+        from mellea_ctx import load_conversation
+
+        path = tmp_path / "t.json"
+        count = suite.write_transcript(path, 0.01, seed=3)
+        items = load_conversation(path)
+        assert count == len(items)
+        assert [] == validate_openai(items)
