@@ -26,6 +26,7 @@ import attrs
 
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ._reprs import short_repr
 
 __all__ = [
     "Format",
@@ -51,8 +52,17 @@ _ROLE_FIXES: Final = {
 
 def _short(value: object, limit: int = 80) -> str:
     """Return ``repr(value)``, cut to ``limit`` characters so an error stays one line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short_repr(value, limit)
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why ``json.loads`` failed other than with a syntax error."""
+    if isinstance(exc, RecursionError):
+        return (
+            "the JSON nests too deeply to read; a transcript holds flat message objects, "
+            "so this is not one (or it is damaged)"
+        )
+    return f"invalid JSON ({exc})"  # e.g. a number with more than 4,300 digits
 
 
 def _fail(where: str, detail: str) -> InvalidContextError:
@@ -481,6 +491,8 @@ def _parse_json(text: str, source: str) -> _Transcript:
     except json.JSONDecodeError as exc:
         msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
         raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
     if not isinstance(data, list):
         msg = (
             f"{source}: holds a JSON {type(data).__name__}, expected a JSON array of messages "
@@ -514,6 +526,8 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
                 )
             msg = f"{source} {where} column {exc.colno}: invalid JSON ({exc.msg}){hint}"
             raise InvalidContextError(msg) from exc
+        except (RecursionError, ValueError) as exc:
+            raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
         components.append(_parse_message(raw, f"{source} {where}"))
         locations.append(where)
     return _Transcript(components, "jsonl", locations)

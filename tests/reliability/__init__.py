@@ -1,0 +1,1 @@
+"""Slow fault-injection suites (docs/reliability.md); marked `reliability`."""
