@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -375,13 +377,35 @@ def _same_outcome(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# Values of every kind a caller might pass by mistake, and a few good ones.
+ANYTHING = st.one_of(
+    SCALARS,
+    st.binary(max_size=4),
+    st.lists(SCALARS, max_size=3),
+    st.tuples(SCALARS),
+    st.dictionaries(st.text(max_size=3), SCALARS, max_size=3),
+    st.just(object()),
+    st.sampled_from([BIG_INT, -1, 0, 3, ("a",), (), "call_1", "user", "assistant", DEEP_LIST]),
+    st.builds(ToolCall, st.just("c1"), st.just("ls")).map(lambda call: (call,)),
+    st.just(Usage(1, 2)),
+    st.just((Message("user", "x"),)),
+    st.just(ChatContext()),
+)
+
+
 @pytest.mark.reliability
 class TestFuzzReaders:
     """from_openai, the transcript readers and the stores' records on generated junk."""
 
-    @given(messages=MESSAGE_LISTS)
-    def test_from_openai(self, messages: list[Any]) -> None:
-        """Components or one InvalidContextError; the tool rules are reported, never raised."""
+    @given(messages=MESSAGE_LISTS, value=ANYTHING, key=KEYS, at=st.integers(0, 8))
+    def test_from_openai(self, messages: list[Any], value: Any, key: str, at: int) -> None:
+        """Components or one InvalidContextError; the tool rules are reported, never raised.
+
+        One field of one message may also hold a Python value JSON cannot (bytes, an
+        object, a tuple, an int too long to print, a list nested past the recursion limit).
+        """
+        if messages and isinstance(messages[at % len(messages)], dict):
+            messages[at % len(messages)][key] = value
         result = outcome(lambda: from_openai(messages), InvalidContextError)
         if not isinstance(result, Exception):
             problems = validate_openai(result)
@@ -449,20 +473,6 @@ class TestFuzzReaders:
             assert result == components_from_json(components_to_json(result))
 
 
-# Values of every kind a caller might pass by mistake, and a few good ones.
-ANYTHING = st.one_of(
-    SCALARS,
-    st.binary(max_size=4),
-    st.lists(SCALARS, max_size=3),
-    st.tuples(SCALARS),
-    st.dictionaries(st.text(max_size=3), SCALARS, max_size=3),
-    st.just(object()),
-    st.sampled_from([BIG_INT, -1, 0, 3, ("a",), (), "call_1", "user", "assistant", DEEP_LIST]),
-    st.builds(ToolCall, st.just("c1"), st.just("ls")).map(lambda call: (call,)),
-    st.just(Usage(1, 2)),
-    st.just((Message("user", "x"),)),
-    st.just(ChatContext()),
-)
 CONSTRUCTORS: dict[str, tuple[Callable[..., object], tuple[str, ...], tuple[str, ...]]] = {
     # name: (constructor, positional fields, keyword fields)
     "ToolCall": (ToolCall, ("id", "name", "arguments"), ()),
@@ -497,3 +507,27 @@ class TestFuzzConstructors:
         else:
             assume(name not in ("ToolCall", "Usage"))
             hash(result)  # every field it kept is immutable
+
+
+FUZZ_HARNESS = Path(__file__).with_name("fuzz_readers.py")
+
+
+@pytest.mark.reliability
+class TestAtheris:
+    """A short coverage-guided run of tests/reliability/fuzz_readers.py (``nox -s fuzz``)."""
+
+    def test_bounded_run_finds_no_crash(self, tmp_path: Path) -> None:
+        """2,000 inputs from the seed corpus: libFuzzer reports no crash and exits 0."""
+        pytest.importorskip("atheris")
+        runs = 2_000
+        done = subprocess.run(
+            [sys.executable, str(FUZZ_HARNESS), f"-runs={runs}", "-seed=1"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert 0 == done.returncode, done.stderr[-3_000:]
+        assert f"Done {runs} runs" in done.stderr
+        assert [] == sorted(p.name for p in tmp_path.iterdir())  # no crash-* artifact
