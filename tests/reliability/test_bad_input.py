@@ -28,6 +28,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+import mellea_ctx
 from mellea_ctx import (
     CBlock,
     ChatContext,
@@ -368,6 +369,11 @@ def mutated_messages(draw: st.DrawFn) -> list[Any]:
     return messages
 
 
+# Every transcript file reader the package has (load_anthropic, when present, too).
+FILE_READERS = [
+    getattr(mellea_ctx, name) for name in ("load_conversation", "load_anthropic")
+    if hasattr(mellea_ctx, name)
+]  # fmt: skip
 MESSAGE_LISTS = mutated_messages() | st.lists(JSON_VALUES, max_size=6)
 
 
@@ -431,6 +437,7 @@ class TestFuzzReaders:
         dump_conversation(from_file, path)
         assert from_file == load_conversation(path)
 
+    @pytest.mark.parametrize("reader", FILE_READERS, ids=lambda reader: reader.__name__)
     @given(
         data=st.binary(max_size=300)
         | st.lists(SCALARS, max_size=4).map(lambda v: json.dumps(v).encode())
@@ -441,6 +448,7 @@ class TestFuzzReaders:
     )
     def test_bytes(
         self,
+        reader: Callable[[Path], list[Any]],
         tmp_path_factory: pytest.TempPathFactory,
         data: bytes,
         cuts: list[tuple[int, bytes]],
@@ -453,7 +461,7 @@ class TestFuzzReaders:
             data = data[:at] + junk + (data[at + 1 :] if junk else b"")
         folder = tmp_path_factory.mktemp("bytes", numbered=True)
         path = write(folder, "t" + suffix, bom + data)
-        result = outcome(lambda: load_conversation(path), InvalidContextError)
+        result = outcome(lambda: reader(path), InvalidContextError)
         if isinstance(result, Exception):
             assert str(result).startswith(str(path))
 
