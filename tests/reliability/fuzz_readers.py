@@ -1,6 +1,7 @@
 """Coverage-guided fuzzing of the transcript readers with atheris (``nox -s fuzz``).
 
-Each input is a selector byte and a payload. The payload is read as a
+Each input is a selector byte and a payload (which the selector's high bit
+expands by repeating a short unit, for deep nesting and long numbers). The payload is read as a
 transcript file (a JSON array or JSONL: the bytes go to disk as they are), as
 the parsed messages handed to ``from_openai``, or as the JSON records the
 session stores keep. Every reader must return components or raise one
@@ -33,6 +34,8 @@ _FOLDER = Path()
 _SUFFIXES = (".json", ".jsonl", ".txt")
 
 SEEDS = [
+    b"\x80\x00\x0a[",  # amplified: 240 nested arrays
+    b'\x83\x00\x10{"role": "user", "content": "x"}\n',  # amplified JSONL
     b'\x00[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]',
     b'\x01{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", '
     b'"image_url": {"url": "https://x/y.png"}}]}\n{"role": "assistant", "content": null, '
@@ -87,11 +90,28 @@ def _records(payload: bytes) -> None:
     assert components == records.components_from_json(records.components_to_json(components))
 
 
+def _amplify(payload: bytes) -> bytes:
+    """Repeat a short unit up to 6,120 times: deep nesting and long numbers, which byte
+    mutations alone almost never build, are a few mutations away."""
+    if len(payload) < 3:
+        return payload
+    size, times = payload[0] % 8 + 1, payload[1] * 24
+    unit, rest = payload[2 : 2 + size], payload[2 + size :]
+    return unit * times + rest
+
+
 def test_one_input(data: bytes) -> None:
-    """Read one fuzzer input with the reader its first byte selects."""
+    """Read one fuzzer input with the reader its first byte selects.
+
+    The low bits of the first byte choose the reader; its high bit first expands the
+    payload with :func:`_amplify`.
+    """
     if not data:
         return
-    selector, payload = data[0] % 5, data[1:]
+    selector, payload = data[0] & 0x7F, data[1:]
+    if data[0] & 0x80:
+        payload = _amplify(payload)
+    selector %= 5
     if selector < 3:
         _file(payload, _SUFFIXES[selector])
     elif selector == 3:
