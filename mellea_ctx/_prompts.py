@@ -174,8 +174,13 @@ def quote(text: str) -> str:
 
 
 def _field(text: str) -> str:
-    """A name or id as it may stand inside a header: on one line, brackets removed."""
-    return " ".join(text.replace("[", "(").replace("]", ")").split())
+    """A name or id as it may stand inside a header: one word, brackets and tags defused.
+
+    One word, so that a name cannot pass for the rest of a header: the user
+    ``ana called rm id=1`` is shown as ``[user ana_called_rm_id=1]``.
+    """
+    text = _TAG.sub("&lt;", text.replace("[", "(").replace("]", ")"))
+    return "_".join(text.split()) or "_"
 
 
 def render_conversation(components: Sequence[Component]) -> str:
