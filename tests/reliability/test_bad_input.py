@@ -102,6 +102,11 @@ def write(folder: Path, name: str, data: bytes) -> Path:
 DEEP = 100_000  # far past the interpreter's recursion limit
 USER = b'{"role": "user", "content": "hi"}'
 
+# Every transcript file reader the package has (load_anthropic, when present, too).
+FILE_READERS = [
+    getattr(mellea_ctx, name) for name in ("load_conversation", "load_anthropic")
+    if hasattr(mellea_ctx, name)
+]  # fmt: skip
 # (file name, bytes, the error's text); each failed with an internal exception before.
 BROKEN_FILES = [
     ("unclosed_nesting.json", b"[" * DEEP, "nests too deeply"),
@@ -143,6 +148,25 @@ class TestBrokenFiles:
         assert message.startswith(str(path))
         assert expected in message
         assert len(message) <= MAX_MESSAGE
+
+
+class TestEveryFileReader:
+    """Every ``load_*`` reader the package has survives the inputs that broke the first one."""
+
+    @pytest.mark.parametrize(
+        "data",
+        [b"[" * DEEP, b"[" * DEEP + b"]" * DEEP, b"[" + b"7" * 5_000 + b"]"],
+        ids=["unclosed nesting", "closed nesting", "long number"],
+    )
+    @pytest.mark.parametrize("reader", FILE_READERS, ids=lambda reader: reader.__name__)
+    def test_one_clear_error(
+        self, tmp_path: Path, reader: Callable[[Path], object], data: bytes
+    ) -> None:
+        """An InvalidContextError naming the file, not a RecursionError or ValueError."""
+        path = write(tmp_path, "t.json", data)
+        with pytest.raises(InvalidContextError) as caught:
+            reader(path)
+        assert str(caught.value).startswith(str(path))
 
 
 class TestRepairs:
@@ -369,11 +393,6 @@ def mutated_messages(draw: st.DrawFn) -> list[Any]:
     return messages
 
 
-# Every transcript file reader the package has (load_anthropic, when present, too).
-FILE_READERS = [
-    getattr(mellea_ctx, name) for name in ("load_conversation", "load_anthropic")
-    if hasattr(mellea_ctx, name)
-]  # fmt: skip
 MESSAGE_LISTS = mutated_messages() | st.lists(JSON_VALUES, max_size=6)
 
 
