@@ -48,12 +48,15 @@ from ._exceptions import (
 from ._extractive import ExtractiveBackend
 from ._facts import Fact, FactKind, extract_facts, missing_facts
 from ._formats import (
+    dump_anthropic,
     dump_conversation,
     from_openai,
+    load_anthropic,
     load_conversation,
     to_openai,
     validate_openai,
 )
+from ._history import MISSING_RESULT, Provider, repair_history, validate_anthropic
 from ._openai_backend import OpenAIBackend
 from ._pins import (
     PinPredicate,
@@ -98,6 +101,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "CHECKPOINT_HEADER",
     "DEFAULT_PROMPT_TEMPLATE",
+    "MISSING_RESULT",
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
@@ -138,6 +142,7 @@ __all__ = [
     "OpenAIBackend",
     "Outcome",
     "PinPredicate",
+    "Provider",
     "RateLimitError",
     "ReactInitiator",
     "ReactResult",
@@ -176,10 +181,12 @@ __all__ = [
     "components_from_json",
     "components_to_json",
     "default_counter",
+    "dump_anthropic",
     "dump_conversation",
     "extract_facts",
     "from_anthropic",
     "from_openai",
+    "load_anthropic",
     "load_conversation",
     "missing_facts",
     "pin_nothing",
@@ -189,11 +196,13 @@ __all__ = [
     "react",
     "react_summary_prompt",
     "render_conversation",
+    "repair_history",
     "run_blocking",
     "to_anthropic",
     "to_openai",
     "tool",
     "tool_schema",
+    "validate_anthropic",
     "validate_openai",
     "validate_prompt_template",
 ]

@@ -30,7 +30,7 @@ class AnthropicBackend(SDKBackend):
     and the SDK's own retries are off by default.
 
     Args:
-        model: The model name (``"claude-sonnet-4-5"``...).
+        model: The model name (``"claude-sonnet-4-6"``...).
         api_key: The key; defaults to ``ANTHROPIC_API_KEY``.
         base_url: The API's base URL; defaults to ``ANTHROPIC_BASE_URL`` or Anthropic's.
         max_tokens: The answer's length limit, which the API requires; a

@@ -19,7 +19,13 @@ from typing import Any
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidContextError
 
-__all__ = ["from_anthropic", "to_anthropic", "tool_references_text"]
+__all__ = [
+    "anthropic_document",
+    "from_anthropic",
+    "read_turns",
+    "to_anthropic",
+    "tool_references_text",
+]
 
 _DATA_URI = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 
@@ -50,7 +56,7 @@ def tool_references_text(names: Iterable[str]) -> str:
     is how a client-side tool search answers on Anthropic; every other
     result stays text.
 
-    Example:
+    Examples:
         >>> tool_references_text(["read_file"])
         '[{"type": "tool_reference", "tool_name": "read_file"}]'
     """
@@ -107,7 +113,7 @@ def to_anthropic(components: Iterable[Component]) -> tuple[str | None, list[dict
     merged, tool results first, and a history that starts with the assistant
     gets a short user turn in front, since the API wants user first.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ToolCall, ToolMessage
         >>> system, messages = to_anthropic([
         ...     Message("system", "Be brief."),
@@ -141,7 +147,14 @@ def to_anthropic(components: Iterable[Component]) -> tuple[str | None, list[dict
     return system, messages
 
 
-def _text(content: Any, where: str) -> str:
+def _short(value: object, limit: int = 80) -> str:
+    """Return ``repr(value)``, cut to ``limit`` characters so an error stays one line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _result_text(content: Any, where: str) -> str:
+    """Return a ``tool_result`` block's content as text (text blocks joined with newlines)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -154,13 +167,167 @@ def _text(content: Any, where: str) -> str:
         ]
         if names and len(names) == len(content):
             return tool_references_text(names)
-        return "\n".join(
-            block.get("text", "")
-            for block in content
-            if isinstance(block, Mapping) and block.get("type") == "text"
-        )
-    msg = f"{where}: content={content!r} must be a string or a list of blocks"
+        texts: list[str] = []
+        for index, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind != "text" or not isinstance(block.get("text"), str):
+                msg = (
+                    f"{where}: content[{index}]={_short(block)} is not a text block; "
+                    "a tool result here holds a string or a list of text blocks"
+                )
+                raise InvalidContextError(msg)
+            texts.append(block["text"])
+        return "\n".join(texts)
+    msg = f"{where}: content={_short(content)} must be a string or a list of text blocks"
     raise InvalidContextError(msg)
+
+
+def _image_url(block: Mapping[str, Any], where: str) -> str:
+    """Return the URL or data URI of an ``image`` block."""
+    source = block.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "url":
+        url = source.get("url")
+        if isinstance(url, str) and url:
+            return url
+    if isinstance(source, Mapping) and source.get("type") == "base64":
+        media, data = source.get("media_type"), source.get("data")
+        if isinstance(media, str) and isinstance(data, str) and media:
+            return f"data:{media};base64,{data}"
+    msg = (
+        f"{where}: source={_short(source)} must be {{'type': 'url', 'url': ...}} or "
+        "{'type': 'base64', 'media_type': ..., 'data': ...}"
+    )
+    raise InvalidContextError(msg)
+
+
+def _nonempty(block: Mapping[str, Any], field: str, where: str) -> str:
+    value = block.get(field)
+    if isinstance(value, str) and value:
+        return value
+    msg = f"{where}: {field}={_short(value)} must be a non-empty string"
+    raise InvalidContextError(msg)
+
+
+#: Block types read and then dropped: our components have no place for them.
+_DROPPED_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def _turn(raw: object, where: str) -> list[Component]:
+    """Return the components for one Messages API turn; ``where`` prefixes errors."""
+    if not isinstance(raw, Mapping):
+        msg = f"{where}: {_short(raw)} is not a message; expected an object with role and content"
+        raise InvalidContextError(msg)
+    role, content = raw.get("role"), raw.get("content")
+    if role not in ("user", "assistant"):
+        fix = (
+            "put the system prompt in the top-level 'system' field"
+            if role == "system"
+            else "use 'user' or 'assistant'"
+        )
+        msg = f"{where}: role={_short(role)} is not one of ('user', 'assistant'); {fix}"
+        raise InvalidContextError(msg)
+    if isinstance(content, str):
+        return [Message(role, content)]
+    if not isinstance(content, list):
+        msg = f"{where}: content={_short(content)} must be a string or a list of content blocks"
+        raise InvalidContextError(msg)
+    out: list[Component] = []
+    texts: list[str] = []
+    images: list[str] = []
+    calls: list[ToolCall] = []
+    for index, block in enumerate(content):
+        here = f"{where}: content[{index}]"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if not isinstance(block, Mapping):
+            msg = f"{here}: {_short(block)} is not a content block; expected an object with a type"
+            raise InvalidContextError(msg)
+        if kind == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise InvalidContextError(f"{here}: text={_short(text)} must be a string")
+            texts.append(text)
+        elif kind in _DROPPED_BLOCKS:
+            continue
+        elif kind == "image" and role == "user":
+            images.append(_image_url(block, here))
+        elif kind == "tool_use" and role == "assistant":
+            call_id = _nonempty(block, "id", here)
+            name = _nonempty(block, "name", here)
+            arguments = block.get("input", {})
+            if not isinstance(arguments, Mapping):
+                msg = f"{here}: input={_short(arguments)} must be an object (the tool's arguments)"
+                raise InvalidContextError(msg)
+            calls.append(ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False)))
+        elif kind == "tool_result" and role == "user":
+            call_id = _nonempty(block, "tool_use_id", here)
+            result = _result_text(block.get("content", ""), here)
+            out.append(ToolMessage(result, tool_call_id=call_id))
+        elif kind in ("image", "tool_result", "tool_use"):
+            allowed = "assistant" if kind == "tool_use" else "user"
+            msg = f"{here}: a {kind} block is only allowed in {allowed} turns, not role={role!r}"
+            raise InvalidContextError(msg)
+        else:
+            msg = (
+                f"{here}: type={_short(kind)} is not supported; expected 'text', 'image', "
+                "'tool_use', 'tool_result' or 'thinking'"
+            )
+            raise InvalidContextError(msg)
+    if role == "assistant":
+        if texts:
+            out.append(Message("assistant", "\n\n".join(texts), tool_calls=calls))
+        elif calls:
+            out.append(ModelOutputThunk(None, tool_calls=calls))
+    elif texts or images:
+        out.append(Message("user", "\n\n".join(texts), images=images))
+    return out
+
+
+def _system_text(system: object, where: str) -> str | None:
+    """Return the text of a top-level ``system`` field (a string or a list of text blocks)."""
+    if system is None or isinstance(system, str):
+        return system or None
+    if isinstance(system, list) and all(
+        isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        for block in system
+    ):
+        return "\n\n".join(block["text"] for block in system) or None
+    msg = f"{where}: system={_short(system)} must be a string or a list of text blocks"
+    raise InvalidContextError(msg)
+
+
+def read_turns(
+    messages: object,
+    system: object = None,
+    *,
+    source: str = "",
+    locations: list[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> list[Component]:
+    """Return the components for Messages API turns; errors start with ``source``.
+
+    ``labels`` names each turn in errors (default ``"message N"``). When
+    ``locations`` is given, it receives one entry per component: the label
+    of the turn it was read from, for later error messages.
+    """
+    prefix = f"{source} " if source else ""
+    if not isinstance(messages, list):
+        msg = f"{prefix}messages={_short(messages)} must be a list of turns".strip()
+        raise InvalidContextError(msg)
+    out: list[Component] = []
+    text = _system_text(system, f"{source}".strip() or "system")
+    if text:
+        out.append(Message("system", text))
+        if locations is not None:
+            locations.append("system")
+    for index, raw in enumerate(messages):
+        label = labels[index] if labels is not None else f"message {index}"
+        turn = _turn(raw, f"{prefix}{label}")
+        out += turn
+        if locations is not None:
+            locations += [label] * len(turn)
+    return out
 
 
 def from_anthropic(
@@ -168,55 +335,46 @@ def from_anthropic(
 ) -> list[Component]:
     """Return the components for Messages API turns (and an optional system prompt).
 
-    Text blocks of one message are joined by a blank line; ``thinking`` blocks
-    and the ``is_error`` flag of a tool result have no place in our components
-    and are dropped. An assistant turn with tool calls and no text becomes a
-    :class:`~mellea_ctx.ModelOutputThunk` with ``value=None``.
+    A user turn becomes its tool results (:class:`~mellea_ctx.ToolMessage`,
+    in block order) followed by one user :class:`~mellea_ctx.Message` with its
+    text blocks (joined by a blank line) and images (``url`` sources as URLs,
+    ``base64`` ones as ``data:`` URIs). An assistant turn becomes one
+    ``Message`` with its text and :class:`~mellea_ctx.ToolCall` values, or a
+    :class:`~mellea_ctx.ModelOutputThunk` with ``value=None`` when it has only
+    tool calls. ``system`` may be a string or a list of text blocks.
+
+    Not kept, since our components have no place for them: ``thinking`` and
+    ``redacted_thinking`` blocks, the ``is_error`` flag of a tool result,
+    ``cache_control`` and other extra keys, and the boundaries between text
+    blocks of one turn.
 
     Raises:
         InvalidContextError: For a turn that is not a user or assistant
-            message with string or block content.
+            message, or a block of an unknown type or with a bad field; the
+            error names the turn, the block and the field.
+
+    Examples:
+        >>> from_anthropic([{"role": "user", "content": "hi"}], system="Be brief.")
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [Message(role='system', content='Be brief.', tool_calls=(), images=(), name=None),
+         Message(role='user', content='hi', tool_calls=(), images=(), name=None)]
     """
-    out: list[Component] = []
-    if system:
-        out.append(Message("system", system))
-    for index, raw in enumerate(messages):
-        where = f"message {index}"
-        if not isinstance(raw, Mapping):
-            msg = f"{where}: {raw!r} is not an object with role and content"
-            raise InvalidContextError(msg)
-        role, content = raw.get("role"), raw.get("content")
-        if role not in ("user", "assistant"):
-            msg = f"{where}: role={role!r} must be 'user' or 'assistant' in the Messages API"
-            raise InvalidContextError(msg)
-        if isinstance(content, str):
-            out.append(Message(role, content))
-            continue
-        if not isinstance(content, list):
-            msg = f"{where}: content={content!r} must be a string or a list of blocks"
-            raise InvalidContextError(msg)
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        for block in content:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind == "text":
-                texts.append(block.get("text", ""))
-            elif kind == "tool_use":
-                calls.append(
-                    ToolCall(
-                        block["id"],
-                        block["name"],
-                        json.dumps(block.get("input", {}), ensure_ascii=False),
-                    )
-                )
-            elif kind == "tool_result":
-                result = _text(block.get("content", ""), where)
-                out.append(ToolMessage(result, tool_call_id=block["tool_use_id"]))
-        if role == "assistant":
-            if texts:
-                out.append(Message("assistant", "\n\n".join(texts), tool_calls=calls))
-            elif calls:
-                out.append(ModelOutputThunk(None, tool_calls=calls))
-        elif texts:
-            out.append(Message("user", "\n\n".join(texts)))
-    return out
+    return read_turns(list(messages), system)
+
+
+def anthropic_document(components: Iterable[Component]) -> list[Any] | dict[str, Any]:
+    """Return a transcript in the Messages API's shape, as a file holds it.
+
+    The turns are :func:`to_anthropic`'s, except that a user turn of one text
+    block is written as a plain string, as clients send it. Without a system
+    prompt the transcript is the list of turns; with one, an object
+    ``{"system": ..., "messages": [...]}``.
+    """
+    system, messages = to_anthropic(components)
+    for message in messages:
+        blocks = message["content"]
+        if message["role"] == "user" and len(blocks) == 1 and blocks[0]["type"] == "text":
+            message["content"] = blocks[0]["text"]
+    if system is None:
+        return messages
+    return {"system": system, "messages": messages}

@@ -60,7 +60,7 @@ class ScriptedBackend:
     Args:
         handler: The function that answers.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from mellea_ctx import Message
         >>> backend = ScriptedBackend(lambda messages, options: f"{len(messages)} messages")

@@ -90,7 +90,7 @@ def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> 
         InvalidArgumentError: For a negative or non-numeric ``timeout``.
         Exception: Whatever the coroutine raises, unchanged.
 
-    Example:
+    Examples:
         >>> async def answer() -> int:
         ...     return 42
         >>> run_blocking(answer, timeout=5)

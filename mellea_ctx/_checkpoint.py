@@ -68,7 +68,7 @@ class Checkpoint(Component):
             stores, so ``recall`` still works after a restart.
         replaced_count: How many original messages the checkpoint stands for.
 
-    Example:
+    Examples:
         >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
         >>> print(cp.content)
         [Checkpoint: earlier conversation, compacted]

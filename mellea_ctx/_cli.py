@@ -1,48 +1,58 @@
-"""The ``mellea-ctx`` command line.
+"""The ``mellea-ctx`` command line: compact, stats, validate, demo.
 
-``mellea-ctx compact`` reads a transcript of OpenAI Chat Completions messages
-(a JSON array or JSONL), compacts it with one strategy (``--window``: keep the
-last N messages; ``--budget``: summarize older dialogue to fit a token budget;
-``--summarize``: summarize all but the last few messages) and writes the
-result in the same format. Summaries come from the offline
-:class:`~mellea_ctx.ExtractiveBackend`, so every strategy works without a key
-or a network. Everything it reports goes to stderr, so stdout carries
-only the conversation.
+Built on click (arguments, help, usage errors) and rich (tables, the
+progress indicator, the demo's chart). Transcripts are OpenAI Chat
+Completions messages (a JSON array or JSONL) or Anthropic Messages turns,
+detected from the file (or named with ``--format``) and written back in the
+format they were read in.
 
-Exit codes: 0 on success, 2 for a usage error or input the command cannot
-use (nothing is written then), 1 for an internal error.
+Streams: ``compact``, and ``validate --repair`` without ``-o``, print their
+report on stderr, so stdout carries only the conversation; the others print
+their report on stdout.
+
+Exit codes: 0 on success; 1 when ``validate`` finds problems, a model call
+fails, or on an internal error; 2 for a usage error or input the command
+cannot use (the error names the file, line or message, and field; nothing is
+written then).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, Literal, NoReturn
 
-from ._boundaries import prefix_end
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ._backend import Backend
+from ._cli_report import compact_report, problems_table, stats_report
 from ._compactors import Compactor, WindowCompactor
+from ._components import Component
 from ._context import ChatContext
-from ._exceptions import InvalidContextError
+from ._exceptions import InvalidArgumentError, InvalidContextError, MelleaCtxError
 from ._extractive import ExtractiveBackend
 from ._formats import (
+    TranscriptFormat,
     _atomic_write,
-    _detect,
-    _dumps,
-    _parse_transcript,
+    _document,
+    _parse_any,
     _problems,
-    _read_transcript,
+    _read_any,
     _Transcript,
-    to_openai,
 )
+from ._history import Provider, _scan_anthropic, repair_history
 from ._pins import PinPredicate, pin_nothing, pin_system, pin_system_and_initial_user
-from ._records import CompactionRecord
+from ._records import CompactionRecord, CompactionWarning
 from ._summarize import LLMSummarizeCompactor, TokenBudgetCompactor
 
-__all__ = ["main"]
+__all__ = ["cli", "main"]
 
 PROG: Final = "mellea-ctx"
 
@@ -53,273 +63,707 @@ PINS: Final[dict[str, PinPredicate]] = {
     "none": pin_nothing,
 }
 
+#: ``--format`` choices and the transcript formats they stand for.
+FORMATS: Final[dict[str, TranscriptFormat]] = {
+    "openai": "json",
+    "jsonl": "jsonl",
+    "anthropic": "anthropic",
+}
+
+#: The model each backend uses when ``--model`` is not given.
+DEFAULT_MODELS: Final = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-6"}
+
 _SAMPLE: Final = "data/sample_conversation.json"
 _SAMPLE_NAME: Final = "the bundled sample conversation"
 
-_EXIT_OK: Final = 0
-_EXIT_INTERNAL: Final = 1
-_EXIT_USAGE: Final = 2
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
 
-_DESCRIPTION = """\
-Keep LLM conversations inside their context window, without breaking tool calls.
-
-Conversations are OpenAI Chat Completions messages, as a JSON array or as JSONL
-(one message per line)."""
-
-_COMPACT_DESCRIPTION = """\
-Compact a conversation with one of three strategies:
-
-  --window N        keep the pinned prefix and the last N messages
-  --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
-                    keeping at least --keep-recent tokens of recent model steps
-  --summarize       summarize everything but the last --keep messages
-
-A tool exchange (an assistant message with tool calls and the results that
-answer it) is never split. Summaries are extractive and made offline (the most
-informative sentences, verbatim, plus every exact detail): no key, no network.
-The result is written in the input's format to OUT, or to stdout; one summary
-line goes to stderr."""
-
-_COMPACT_EPILOG = """\
-examples:
-  mellea-ctx compact chat.json --window 20 -o chat.small.json
-  mellea-ctx compact run.jsonl --window 10 --pin system+user > run.small.jsonl
-  mellea-ctx compact run.json --budget 4000 --keep-recent 1000 -o run.small.json
-  mellea-ctx compact run.json --summarize --keep 6 -o run.small.json
-  mellea-ctx compact --window 10     # try it on the bundled sample conversation
-
-exit status: 0 on success, 2 for a usage error or input that cannot be used
-(nothing is written then), 1 for an internal error."""
+_CONTEXT: Final[dict[str, Any]] = {
+    "help_option_names": ["-h", "--help"],
+    "max_content_width": 100,
+}
 
 
-class _UsageError(Exception):
-    """A problem with the input or output that the user can fix; exit status 2."""
+class InputError(click.ClickException):
+    """Input or output the user can fix: one line on stderr, exit status 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
 
 
-def _window(text: str) -> int:
+class Failure(InputError):
+    """A model call or an internal check failed: one line on stderr, exit status 1."""
+
+    exit_code = EXIT_FAILED
+
+
+def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Return a positive number of tokens; ``8000``, ``8_000`` and ``8,000`` all work."""
+    if value is None:
+        return None
     try:
-        size = int(text)
-    except ValueError:
-        size = -1
-    if size < 0:
-        msg = f"{text!r} is not an int >= 0; pass 0 to keep only the pinned prefix"
-        raise argparse.ArgumentTypeError(msg)
-    return size
-
-
-def _tokens(text: str) -> int:
-    try:
-        tokens = int(text.replace("_", "").replace(",", ""))
+        tokens = int(str(value).replace("_", "").replace(",", ""))
     except ValueError:
         tokens = 0
     if tokens <= 0:
-        msg = f"{text!r} is not a positive number of tokens"
-        raise argparse.ArgumentTypeError(msg)
+        raise click.BadParameter(f"{value!r} is not a positive number of tokens", ctx, param)
     return tokens
 
 
-def _parser() -> argparse.ArgumentParser:
-    from . import __version__
-
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Run 'mellea-ctx COMMAND --help' for a command's options and examples.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
-    commands.required = True
-    compact = commands.add_parser(
-        "compact",
-        help="keep the pinned prefix and the last N messages",
-        description=_COMPACT_DESCRIPTION,
-        epilog=_COMPACT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    compact.add_argument(
-        "file",
-        nargs="?",
-        metavar="FILE",
-        help="the conversation to read ('-' for stdin; default: the bundled sample)",
-    )
-    strategy = compact.add_mutually_exclusive_group(required=True)
-    strategy.add_argument(
-        "-w",
-        "--window",
-        type=_window,
-        metavar="N",
-        help="messages to keep after the pinned prefix (more when a tool exchange needs it)",
-    )
-    strategy.add_argument(
-        "--budget",
-        type=_tokens,
-        metavar="TOKENS",
-        help="summarize older dialogue when the conversation is over TOKENS tokens",
-    )
-    strategy.add_argument(
-        "--summarize",
-        action="store_true",
-        help="summarize all but the last --keep messages into one checkpoint",
-    )
-    compact.add_argument(
-        "--keep-recent",
-        type=_tokens,
-        metavar="TOKENS",
-        help="with --budget: recent dialogue kept verbatim, in whole steps (default: TOKENS/4)",
-    )
-    compact.add_argument(
-        "--keep",
-        type=_window,
-        default=6,
-        metavar="N",
-        help="with --summarize: recent messages kept verbatim (default: 6)",
-    )
-    compact.add_argument(
-        "--boundary",
-        choices=("model_step", "user_turn"),
-        default="model_step",
-        help="with --budget: keep whole model steps (default; suits agent runs, which are "
-        "one long user turn) or whole user turns",
-    )
-    compact.add_argument(
-        "--pin",
-        choices=tuple(PINS),
-        default="system",
-        help="what is always kept: the leading system messages (default), those and the "
-        "first user message after them, or nothing",
-    )
-    compact.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        help="where to write the result (default: stdout); an existing file is replaced atomically",
-    )
-    return parser
+def _tokens_option(
+    *names: str, **kwargs: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A click option that takes a number of tokens."""
+    return click.option(*names, metavar="TOKENS", callback=_tokens, **kwargs)
 
 
-def _read_input(file: str | None, stdin: TextIO, stderr: TextIO) -> tuple[_Transcript, str]:
-    """Return the parsed input and the name to use for it in messages."""
-    if file is None:
-        text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
-        transcript = _parse_transcript(text, _SAMPLE_NAME, "json")
-        count = len(transcript.components)
-        print(
-            f"{PROG}: no FILE given; reading {_SAMPLE_NAME} (tau-bench airline, {count} messages)",
-            file=stderr,
-        )
-        return transcript, _SAMPLE_NAME
-    if file == "-":
-        text = stdin.read()
-        return _parse_transcript(text, "<stdin>", _detect(text, "")), "<stdin>"
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _stdout() -> Console:
+    return Console(highlight=False)
+
+
+# -- reading and writing ------------------------------------------------------------
+
+
+def _load(
+    file: str | None, fmt: str | None, *, note: Console | None = None
+) -> tuple[_Transcript, str]:
+    """Return the parsed transcript and the name to use for it in messages."""
+    wanted = FORMATS[fmt] if fmt else None
     try:
-        return _read_transcript(file), file
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise _UsageError(f"cannot read {file}: {reason}") from exc
+        if file is None:
+            text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
+            transcript = _parse_any(text, _SAMPLE_NAME, wanted, ".json")
+            if note is not None:
+                count = len(transcript.components)
+                note.print(
+                    f"{PROG}: no FILE given; reading {_SAMPLE_NAME} "
+                    f"(tau-bench airline, {count} messages)",
+                    soft_wrap=True,
+                )
+            return transcript, _SAMPLE_NAME
+        if file == "-":
+            buffer = getattr(sys.stdin, "buffer", None)
+            data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                msg = f"<stdin>: byte {exc.start} is not UTF-8 ({exc.reason})"
+                raise InputError(msg) from exc
+            return _parse_any(text, "<stdin>", wanted, ""), "<stdin>"
+        try:
+            return _read_any(file, wanted), file
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise InputError(f"cannot read {file}: {reason}") from exc
+    except InvalidContextError as exc:
+        raise InputError(str(exc)) from exc
 
 
-def _check(transcript: _Transcript, source: str) -> None:
-    """Raise ``_UsageError`` naming the first way the input breaks the tool-call rules."""
-    problems = _problems(transcript.components, transcript.locations.__getitem__)
-    if not problems:
-        return
+def _first_problem(problems: list[tuple[int, str]], transcript: _Transcript, source: str) -> str:
     index, problem = problems[0]
     more = len(problems) - 1
     tail = f" ({more} more problem{'s' if more > 1 else ''} after this one)" if more else ""
-    raise _UsageError(f"{source} {transcript.locations[index]}: {problem}{tail}")
+    return f"{source} {transcript.locations[index]}: {problem}{tail}"
 
 
-def _write(data: bytes, output: str | None, stdout: TextIO) -> None:
+def _require_valid(transcript: _Transcript, source: str) -> None:
+    """Raise ``InputError`` naming the first way the input breaks the tool-call rules."""
+    problems = _problems(transcript.components, transcript.locations.__getitem__)
+    if problems:
+        raise InputError(_first_problem(problems, transcript, source))
+
+
+def _write(data: bytes, output: str | None) -> None:
+    """Write ``data`` to ``output`` atomically, or to stdout when it is ``None`` or ``-``."""
     if output is None or output == "-":
-        stdout.flush()
-        buffer = getattr(stdout, "buffer", None)
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
         if buffer is not None:
             buffer.write(data)
             buffer.flush()
         else:  # a text-only stream, such as io.StringIO
-            stdout.write(data.decode("utf-8"))
-            stdout.flush()
+            sys.stdout.write(data.decode("utf-8"))
+            sys.stdout.flush()
         return
     try:
         _atomic_write(Path(output), data)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise _UsageError(f"cannot write {output}: {reason}") from exc
+        raise InputError(f"cannot write {output}: {reason}") from exc
+
+
+def _to_stdout(output: str | None) -> bool:
+    return output is None or output == "-"
+
+
+# -- compact ---------------------------------------------------------------------------
+
+
+def _backend(name: str, model: str | None, base_url: str | None) -> Backend:
+    if name == "offline":
+        if model is not None or base_url is not None:
+            raise click.UsageError("--model and --base-url need --backend openai or anthropic")
+        return ExtractiveBackend()
+    from ._anthropic_backend import AnthropicBackend
+    from ._openai_backend import OpenAIBackend
+
+    chosen = model or DEFAULT_MODELS[name]
+    try:
+        if name == "openai":
+            return OpenAIBackend(chosen, base_url=base_url)
+        return AnthropicBackend(chosen, base_url=base_url)
+    except InvalidArgumentError as exc:
+        raise InputError(str(exc)) from exc
+
+
+@contextmanager
+def _progress(console: Console, what: str) -> Iterator[None]:
+    """Show a spinner with the elapsed time on ``console`` while the block runs."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        progress.add_task(what, total=None)
+        yield
 
 
 def _compactor(
-    args: argparse.Namespace, pin: PinPredicate, records: list[CompactionRecord]
+    strategy: str,
+    options: dict[str, Any],
+    pin: PinPredicate,
+    backend: Backend,
+    records: list[CompactionRecord],
 ) -> Compactor:
-    if args.window is not None:
-        return WindowCompactor(size=args.window, pin_predicate=pin)
-    backend = ExtractiveBackend()
-    if args.budget is not None:
+    if strategy == "window":
+        return WindowCompactor(size=options["window"], pin_predicate=pin)
+    if strategy == "budget":
         return TokenBudgetCompactor(
-            max_tokens=args.budget,
-            keep_recent_tokens=args.keep_recent,
-            boundary=args.boundary,
+            max_tokens=options["budget"],
+            keep_recent_tokens=options["keep_recent"],
+            boundary=options["boundary"],
             default_backend=backend,
             pin_predicate=pin,
             on_record=records.append,
+            strict=True,
         )
     return LLMSummarizeCompactor(
-        default_backend=backend, keep_n=args.keep, pin_predicate=pin, on_record=records.append
+        default_backend=backend,
+        keep_n=options["keep"],
+        pin_predicate=pin,
+        on_record=records.append,
+        strict=True,
     )
 
 
-def _describe(record: CompactionRecord) -> str:
-    if record.outcome == "applied":
-        carried = len(record.facts_carried)
-        return (
-            f"; {record.removed} messages summarized into one checkpoint, "
-            f"{len(record.facts_checked)} exact details checked, {carried} carried over"
-        )
-    return f"; nothing compacted: {record.reason}"
+def _strategy(window: int | None, budget: int | None, summarize: bool) -> str:
+    chosen = [
+        name
+        for name, given in (("window", window is not None), ("budget", budget is not None))
+        if given
+    ] + (["summarize"] if summarize else [])
+    if len(chosen) != 1:
+        msg = "choose one strategy: --window N, --budget TOKENS or --summarize"
+        if chosen:
+            msg += f" (got {' and '.join('--' + name for name in chosen)})"
+        raise click.UsageError(msg)
+    return chosen[0]
 
 
-def _compact(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    transcript, source = _read_input(args.file, stdin, stderr)
-    _check(transcript, source)
-    pin = PINS[args.pin]
+def _build(components: Sequence[Component]) -> ChatContext:
     ctx = ChatContext()
-    for component in transcript.components:
+    for component in components:
         ctx = ctx.add(component)
+    return ctx
+
+
+_COMPACT_HELP = """\
+Compact a conversation with one strategy and write it in the format it was read in.
+
+\b
+  --window N        keep the pinned prefix and the last N messages
+  --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
+                    keeping at least --keep-recent tokens of recent model steps
+  --summarize       summarize everything but the last --keep messages
+
+FILE is OpenAI Chat Completions JSON, JSONL (one message a line) or Anthropic
+Messages JSON (detected, or named with --format); '-' reads stdin, and with no
+FILE the bundled sample conversation is used. A tool exchange (a call and the
+results answering it) is never split. Summaries come from --backend: offline
+(the default: extractive, no key, no network), openai or anthropic (keys from
+OPENAI_API_KEY / ANTHROPIC_API_KEY). A table of before/after figures goes to
+stderr, so stdout carries only the conversation.
+
+\b
+Examples:
+  mellea-ctx compact --window 10 -o compacted.json
+  mellea-ctx compact chat.json --window 20 --pin system+user -o chat.small.json
+  mellea-ctx compact run.jsonl --budget 8000 --keep-recent 2000 -o run.small.jsonl
+  mellea-ctx compact run.anthropic.json --summarize --keep 6 -o small.json
+  mellea-ctx compact run.json --summarize --backend openai --model gpt-4o-mini
+  cat chat.json | mellea-ctx compact - --window 4 > small.json
+"""
+
+
+@click.command(
+    "compact",
+    help=_COMPACT_HELP,
+    short_help="Compact a conversation: window, token budget or summary.",
+    context_settings=_CONTEXT,
+)
+@click.argument("file", required=False, metavar="[FILE]")
+@click.option(
+    "-w",
+    "--window",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep the pinned prefix and the last N messages (more when a tool exchange needs it).",
+)
+@_tokens_option("--budget", help="Summarize older dialogue when the conversation passes TOKENS.")
+@_tokens_option(
+    "--keep-recent",
+    help="With --budget: recent dialogue kept verbatim, in whole steps [default: TOKENS/4].",
+)
+@click.option("--summarize", is_flag=True, help="Summarize all but the last --keep messages.")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=6,
+    show_default=True,
+    metavar="N",
+    help="With --summarize: recent messages kept verbatim.",
+)
+@click.option(
+    "--boundary",
+    type=click.Choice(["model_step", "user_turn"]),
+    default="model_step",
+    show_default=True,
+    help="With --budget: keep whole model steps (agent runs) or whole user turns.",
+)
+@click.option(
+    "--pin",
+    type=click.Choice(list(PINS)),
+    default="system",
+    show_default=True,
+    help="Always keep the leading system messages, those and the first user message, or nothing.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["offline", "openai", "anthropic"]),
+    default="offline",
+    show_default=True,
+    help="Who writes summaries (for --budget and --summarize).",
+)
+@click.option("--model", metavar="M", help="The model for --backend openai or anthropic.")
+@click.option("--base-url", metavar="URL", help="An OpenAI- or Anthropic-compatible server.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    help="The input's format (and so the output's) [default: detected].",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="OUT",
+    help="Where to write the result [default: stdout]; replaced atomically.",
+)
+def compact(
+    file: str | None,
+    window: int | None,
+    budget: int | None,
+    keep_recent: int | None,
+    summarize: bool,
+    keep: int,
+    boundary: Literal["model_step", "user_turn"],
+    pin: str,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    fmt: str | None,
+    output: str | None,
+) -> None:
+    strategy = _strategy(window, budget, summarize)
+    if keep_recent is not None and strategy != "budget":
+        raise click.UsageError("--keep-recent goes with --budget")
+    if backend != "offline" and strategy == "window":
+        raise click.UsageError("--backend is for --budget and --summarize; --window calls no model")
+    if budget is not None and keep_recent is not None and keep_recent > budget:
+        raise click.UsageError(f"--keep-recent {keep_recent} is above --budget {budget}")
+    report = _stderr()
+    summarizer = _backend(backend, model, base_url)
+    transcript, source = _load(file, fmt, note=_stderr())
+    _require_valid(transcript, source)
+    ctx = _build(transcript.components)
     records: list[CompactionRecord] = []
-    compacted = _compactor(args, pin, records).compact(ctx)
+    options = {
+        "window": window,
+        "budget": budget,
+        "keep_recent": keep_recent,
+        "keep": keep,
+        "boundary": boundary,
+    }
+    compactor = _compactor(strategy, options, PINS[pin], summarizer, records)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CompactionWarning)
+            if strategy == "window":
+                compacted = compactor.compact(ctx)
+            else:
+                with _progress(_stderr(), f"Summarizing with {summarizer!r}"):
+                    compacted = compactor.compact(ctx)
+    except MelleaCtxError as exc:
+        raise Failure(f"the summary failed, nothing was written: {exc}") from exc
     kept = compacted.as_list()
     broken = _problems(kept)
-    if broken:
+    if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
         index, problem = broken[0]
         msg = (
-            f"{PROG}: internal error: the compacted conversation breaks the tool-call rules "
+            f"internal error: the compacted conversation breaks the tool-call rules "
             f"(message {index}: {problem}); nothing was written. Please report this."
         )
-        print(msg, file=stderr)
-        return _EXIT_INTERNAL
-    data = _dumps(to_openai(kept), transcript.format)
-    _write(data, args.output, stdout)
-
-    encoding = getattr(getattr(ctx.counter, "encoding", None), "name", type(ctx.counter).__name__)
-    if any(component.tool_calls for component in transcript.components):
-        pairs = "tool pairs intact"
-    else:
-        pairs = "no tool calls"
-    summary = (
-        f"{len(ctx):,} -> {len(kept):,} messages, "
-        f"{ctx.token_count:,} -> {compacted.token_count:,} tokens ({encoding}), {pairs}"
+        raise Failure(msg)
+    _write(_document(kept, transcript.format), output)
+    record = records[-1] if records else None
+    report.print(
+        compact_report(
+            ctx, compacted, strategy=strategy, options=options, pin=PINS[pin], record=record
+        )
     )
-    if records:
-        summary += _describe(records[-1])
-    elif args.window is None:
-        summary += "; already within the budget" if args.budget else "; nothing to summarize"
-    elif compacted is ctx:
-        summary += f"; already within --window {args.window}"
-    elif len(kept) - prefix_end(kept, pin) > args.window:
-        body = len(kept) - prefix_end(kept, pin)
-        summary += f"; window widened to {body}: tool exchanges are kept whole"
-    print(summary, file=stderr)
-    return _EXIT_OK
+
+
+# -- stats -----------------------------------------------------------------------------
+
+_STATS_HELP = """\
+Show where a conversation's tokens go and where each strategy would cut it.
+
+Tokens by role and by tool, the largest messages, whether the tool calls and
+results are valid for OpenAI and for Anthropic, and the cut each strategy
+would make: --window N, --budget TOKENS (default: half the conversation) and
+--summarize keeping --keep messages. Nothing is compacted, no model is called.
+
+\b
+Examples:
+  mellea-ctx stats
+  mellea-ctx stats run.anthropic.json --window 20 --budget 50000
+"""
+
+
+@click.command(
+    "stats",
+    help=_STATS_HELP,
+    short_help="Tokens by role and tool, validity, where each strategy cuts.",
+    context_settings=_CONTEXT,
+)
+@click.argument("file", required=False, metavar="[FILE]")
+@click.option(
+    "-w",
+    "--window",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="The window strategy's size.",
+)
+@_tokens_option("--budget", help="The budget strategy's trigger [default: half the tokens].")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=6,
+    show_default=True,
+    metavar="N",
+    help="Messages the summarize strategy keeps verbatim.",
+)
+@click.option(
+    "--boundary",
+    type=click.Choice(["model_step", "user_turn"]),
+    default="model_step",
+    show_default=True,
+    help="The budget strategy's unit: whole model steps or whole user turns.",
+)
+@click.option(
+    "--pin",
+    type=click.Choice(list(PINS)),
+    default="system",
+    show_default=True,
+    help="The prefix every strategy keeps.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="How many of the largest messages to list.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    help="The input's format [default: detected].",
+)
+def stats(
+    file: str | None,
+    window: int,
+    budget: int | None,
+    keep: int,
+    boundary: Literal["model_step", "user_turn"],
+    pin: str,
+    top: int,
+    fmt: str | None,
+) -> None:
+    transcript, source = _load(file, fmt)
+    ctx = _build(transcript.components)
+    budget = budget or max(1, ctx.token_count // 2)
+    pin_predicate = PINS[pin]
+    backend = ExtractiveBackend()  # never called: only the spans are asked for
+    strategies: list[tuple[str, str, Callable[[], tuple[int, int, str]]]] = [
+        ("window", f"--window {window}", lambda: _window_span(ctx, window, pin_predicate)),
+        (
+            "budget",
+            f"--budget {budget:,}",
+            lambda: _budget_span(ctx, budget, boundary, pin_predicate, backend),
+        ),
+        (
+            "summarize",
+            f"--summarize --keep {keep}",
+            lambda: _summarize_span(ctx, keep, pin_predicate, backend),
+        ),
+    ]
+    problems = {
+        "openai": _problems(transcript.components, transcript.locations.__getitem__),
+        "anthropic": _anthropic_problems(transcript),
+    }
+    _stdout().print(
+        stats_report(
+            ctx,
+            source=source,
+            fmt=transcript.format,
+            locations=transcript.locations,
+            problems=problems,
+            spans=[(name, setting, span()) for name, setting, span in strategies],
+            top=top,
+        )
+    )
+
+
+def _window_span(ctx: ChatContext, size: int, pin: PinPredicate) -> tuple[int, int, str]:
+    from ._boundaries import window_cut
+
+    p, k = window_cut(ctx.as_list(), size, pin, loose=True)
+    return p, k, "" if k > p else f"the body already fits in {size} messages"
+
+
+def _budget_span(
+    ctx: ChatContext,
+    budget: int,
+    boundary: Literal["model_step", "user_turn"],
+    pin: PinPredicate,
+    backend: Backend,
+) -> tuple[int, int, str]:
+    compactor = TokenBudgetCompactor(
+        max_tokens=budget, boundary=boundary, pin_predicate=pin, default_backend=backend
+    )
+    if not compactor.due(ctx):
+        return 0, 0, f"{ctx.token_count:,} tokens is within the budget"
+    return compactor.span(ctx)
+
+
+def _summarize_span(
+    ctx: ChatContext, keep: int, pin: PinPredicate, backend: Backend
+) -> tuple[int, int, str]:
+    p, k = LLMSummarizeCompactor(default_backend=backend, keep_n=keep, pin_predicate=pin).span(ctx)
+    return p, k, "" if k > p else f"nothing older than the last {keep} messages to summarize"
+
+
+def _anthropic_problems(transcript: _Transcript) -> list[tuple[int, str]]:
+    return sorted(_scan_anthropic(transcript.components).problems, key=lambda p: p[0])
+
+
+# -- validate --------------------------------------------------------------------------
+
+_VALIDATE_HELP = """\
+Check a conversation against a provider's rules for tool calls, and repair it.
+
+\b
+openai:     every tool result right after the assistant message that called
+            it; every call of a closed exchange answered; ids unique.
+anthropic:  user first; every tool_result in the user turn right after its
+            tool_use; every tool_use of a closed turn answered; ids unique;
+            no system message after the start.
+
+The exit status is 0 when the conversation is valid, 1 when it is not. With
+--repair, orphan tool results are dropped, unanswered calls get a placeholder
+result, reused call ids are removed (and, for anthropic, a leading assistant
+turn gets a user message in front and a later system message becomes user
+text); the result is written (in the input's format) to OUT or stdout, and the
+status is 0.
+
+\b
+Examples:
+  mellea-ctx validate run.json --provider openai
+  mellea-ctx validate run.anthropic.json --provider anthropic --repair -o fixed.json
+"""
+
+
+@click.command(
+    "validate",
+    help=_VALIDATE_HELP,
+    short_help="Check tool calls against OpenAI or Anthropic rules; --repair.",
+    context_settings=_CONTEXT,
+)
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--provider",
+    type=click.Choice(["openai", "anthropic"]),
+    help="Whose rules [default: the file's format: anthropic for Anthropic files].",
+)
+@click.option("--repair", is_flag=True, help="Write a repaired conversation.")
+@click.option("-o", "--output", metavar="OUT", help="With --repair: where [default: stdout].")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    help="The input's format (and so the output's) [default: detected].",
+)
+def validate(
+    file: str, provider: Provider | None, repair: bool, output: str | None, fmt: str | None
+) -> None:
+    if output is not None and not repair:
+        raise click.UsageError("-o/--output goes with --repair")
+    transcript, source = _load(file, fmt)
+    chosen: Provider = provider or ("anthropic" if transcript.format == "anthropic" else "openai")
+    items = transcript.components
+    if chosen == "openai":
+        problems = _problems(items, transcript.locations.__getitem__)
+    else:
+        problems = _anthropic_problems(transcript)
+    report = _stderr() if repair and _to_stdout(output) else _stdout()
+    located = [(transcript.locations[index], text) for index, text in problems]
+    if not repair:
+        report.print(problems_table(source, chosen, located, len(items)))
+        if problems:
+            raise click.exceptions.Exit(EXIT_FAILED)
+        return
+    repaired, changes = repair_history(items, provider=chosen)
+    _write(_document(repaired, transcript.format), output)
+    located = []
+    for change in changes:
+        label, _, text = change.partition(": ")
+        index = int(label.split()[-1])
+        located.append((transcript.locations[index], text))
+    report.print(problems_table(source, chosen, located, len(items), repaired=len(repaired)))
+
+
+# -- demo ------------------------------------------------------------------------------
+
+_DEMO_HELP = """\
+Run a simulated agent session with inline compaction, and chart its tokens.
+
+A deterministic, offline agent (no key, no network) works through --turns
+model steps, each a tool call and its result, on a context that compacts
+itself with a token budget (TokenBudgetCompactor, extractive summaries). The
+chart shows the context's token total after each step; the table compares it
+with the same session without compaction. --plot also writes the chart as an
+image (needs matplotlib: pip install 'mellea-ctx[plot]').
+
+\b
+Examples:
+  mellea-ctx demo
+  mellea-ctx demo --turns 120 --budget 12000 --plot tokens.png
+"""
+
+
+@click.command(
+    "demo",
+    help=_DEMO_HELP,
+    short_help="A simulated agent session compacting inline, charted.",
+    context_settings=_CONTEXT,
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(1, 2_000),
+    default=40,
+    show_default=True,
+    metavar="N",
+    help="Model steps to simulate.",
+)
+@_tokens_option(
+    "--budget",
+    default=6_000,
+    show_default=True,
+    help="The compactor's trigger, in tokens.",
+)
+@click.option("--plot", metavar="PNG", help="Also write the chart as an image.")
+def demo(turns: int, budget: int, plot: str | None) -> None:
+    from ._demo import chart, plot_png, simulate, summary_table
+
+    if budget < 1_000:
+        raise click.UsageError(f"--budget {budget} is too small for the demo; use 1000 or more")
+    plotter = None
+    if plot is not None:
+        try:
+            plotter = plot_png()
+        except ImportError as exc:
+            msg = "--plot needs matplotlib: pip install 'mellea-ctx[plot]'"
+            raise InputError(msg) from exc
+    console = _stdout()
+    with _progress(_stderr(), f"Simulating {turns} model steps"):
+        run = simulate(turns, budget)
+    console.print(chart(run, width=min(console.width, 120)))
+    console.print(summary_table(run))
+    if plotter is not None and plot is not None:
+        _write(plotter(run), plot)
+        console.print(f"wrote {plot}")
+
+
+# -- the group -------------------------------------------------------------------------
+
+_MAIN_HELP = """\
+Keep LLM conversations inside their context window, without breaking tool calls.
+
+Conversations are OpenAI Chat Completions messages (a JSON array, or JSONL
+with one message a line) or Anthropic Messages turns; each command detects
+which, and writes back the same format.
+
+\b
+Examples:
+  mellea-ctx compact --window 10 -o compacted.json    # the bundled sample
+  mellea-ctx stats run.json
+  mellea-ctx validate run.anthropic.json --repair -o fixed.json
+  mellea-ctx demo --turns 60
+
+Run 'mellea-ctx COMMAND --help' for a command's options and examples. Exit
+status: 0 success, 1 problems found or a model call failed, 2 usage error or
+unusable input (nothing is written then).
+"""
+
+
+@click.group(help=_MAIN_HELP, context_settings=_CONTEXT)
+@click.version_option(package_name="mellea-ctx", prog_name=PROG, message="%(prog)s %(version)s")
+def cli() -> None:
+    pass
+
+
+cli.add_command(compact)
+cli.add_command(stats)
+cli.add_command(validate)
+cli.add_command(demo)
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    """Stop quietly when the reader went away (``mellea-ctx ... | head``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    raise SystemExit(EXIT_FAILED)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -329,10 +773,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments after the program name; ``sys.argv[1:]`` when ``None``.
 
     Returns:
-        0 on success, 2 for a usage error or input the command cannot use
-        (nothing is written then), 1 for an internal error.
+        0 on success; 1 when ``validate`` finds problems, a model call fails,
+        or on an internal error; 2 for a usage error or input the command
+        cannot use (nothing is written then).
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from mellea_ctx import load_conversation
         >>> with tempfile.TemporaryDirectory() as folder:
@@ -342,23 +787,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
         11
     """
-    stdin, stdout, stderr = sys.stdin, sys.stdout, sys.stderr
-    parser = _parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, or a usage error argparse reported
-        return exc.code if isinstance(exc.code, int) else _EXIT_USAGE
-    try:
-        return _compact(args, stdin, stdout, stderr)
-    except (_UsageError, InvalidContextError) as exc:
-        print(f"{PROG}: error: {exc}", file=stderr)
-        return _EXIT_USAGE
+        result = cli.main(
+            args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False
+        )
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        return EXIT_FAILED
     except BrokenPipeError:
-        # The reader went away (``mellea-ctx ... | head``): stop quietly, and
-        # point stdout at devnull so the interpreter's final flush cannot fail.
         try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
-        return _EXIT_INTERNAL
+            _quiet_broken_pipe()
+        except SystemExit:
+            return EXIT_FAILED
+    return result if isinstance(result, int) else EXIT_OK

@@ -97,7 +97,7 @@ class WindowCompactor(InlineCompactor):
     Raises:
         InvalidArgumentError: When ``size`` is not an int >= 0.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ChatContext, Message
         >>> ctx = ChatContext(compactor=WindowCompactor(size=1))
         >>> ctx = ctx.add(Message("system", "Be brief."))
@@ -189,7 +189,7 @@ class ThresholdCompactor(InlineCompactor):
         InvalidArgumentError: For a non-int threshold, an unknown measure, or an
             ``inner`` without a ``compact`` method.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ChatContext, Message, WindowCompactor
         >>> gate = ThresholdCompactor(WindowCompactor(size=1), threshold=20)
         >>> ctx = ChatContext(compactor=gate)

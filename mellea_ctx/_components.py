@@ -182,7 +182,7 @@ class ToolCall:
             arguments, or a mapping that is not JSON (an object, ``NaN``, a
             cycle, nesting too deep to write).
 
-    Example:
+    Examples:
         >>> ToolCall("call_1", "read_file", {"path": "a.py"}).arguments
         '{"path": "a.py"}'
     """
@@ -198,7 +198,7 @@ class ToolCall:
 class Usage:
     """Token usage a provider reported for one generation.
 
-    Example:
+    Examples:
         >>> Usage(prompt_tokens=120, completion_tokens=30).total_tokens
         150
     """
@@ -251,7 +251,7 @@ class Message(Component):
         InvalidComponentError: For an unknown role, non-string content, or tool
             calls on a non-assistant message.
 
-    Example:
+    Examples:
         >>> Message("user", "Where is the config file?").role
         'user'
     """
@@ -288,7 +288,7 @@ class ToolMessage(Component):
         InvalidComponentError: When ``tool_call_id`` is missing or empty, or
             ``content`` is not a string.
 
-    Example:
+    Examples:
         >>> ToolMessage("42 files", tool_call_id="call_1", name="ls").role
         'tool'
     """
@@ -326,7 +326,7 @@ class ModelOutputThunk(Component):
         tool_calls: The calls the model asked for.
         usage: Token usage the provider reported for this generation.
 
-    Example:
+    Examples:
         >>> out = ModelOutputThunk("Done.", usage=Usage(prompt_tokens=900, completion_tokens=3))
         >>> out.role, out.content, out.usage.total_tokens
         ('assistant', 'Done.', 903)
@@ -351,7 +351,7 @@ class ModelOutputThunk(Component):
 class CBlock(Component):
     """A plain block of content, sent as user text.
 
-    Example:
+    Examples:
         >>> CBlock("Here is the diff:").content
         'Here is the diff:'
     """
@@ -371,7 +371,7 @@ class ReactInitiator(Component):
     It is sent as a user message. Compactors configured with
     ``pin_react_initiator`` keep it, and everything before it, verbatim.
 
-    Example:
+    Examples:
         >>> ReactInitiator("Fix the failing test in tests/test_io.py").content
         'Fix the failing test in tests/test_io.py'
     """

@@ -85,7 +85,7 @@ class ChatContext(Sequence[Component]):
             given, or ``window_size`` is negative.
         NotInlineCompactorError: When ``compactor`` is not an ``InlineCompactor``.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ChatContext, Message, WindowCompactor
         >>> ctx = ChatContext(compactor=WindowCompactor(size=2))
         >>> for text in ["one", "two", "three"]:
@@ -231,7 +231,7 @@ class ChatContext(Sequence[Component]):
         Raises:
             InvalidComponentError: When ``component`` is not a ``Component``.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import ChatContext, Message
             >>> root = ChatContext()
             >>> one = root.add(Message("user", "hi"))
@@ -337,7 +337,7 @@ class ChatContext(Sequence[Component]):
             last_n_components: Return only this many of the most recent
                 components (all of them when ``None``).
 
-        Example:
+        Examples:
             >>> from mellea_ctx import ChatContext, Message
             >>> ctx = ChatContext().add(Message("user", "a")).add(Message("user", "b"))
             >>> [c.content for c in ctx.as_list(last_n_components=1)]
@@ -440,7 +440,7 @@ class ChatContext(Sequence[Component]):
         summed. Computed on first read, from the nearest earlier context that
         knows its total, each component counted once; O(1) after that.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import ChatContext, Message
             >>> ChatContext().add(Message("user", "Hello there")).token_count
             6

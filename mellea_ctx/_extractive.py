@@ -202,7 +202,7 @@ class ExtractiveBackend:
             ``max_tokens`` option (between 0 and 1).
         min_tokens: The smallest budget it will work with.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from mellea_ctx import Message
         >>> said = "[user] Deploy to staging only. The build failed with error E42."

@@ -139,7 +139,7 @@ def extract_facts(
     before tool output, and earlier before later. At most ``limit`` details
     and ``max_chars`` characters in all.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> said = Message("user", "Never touch config/prod.yaml. Deploy in 30 s.")
         >>> facts = extract_facts([said])
@@ -174,7 +174,7 @@ def _normalize(text: str) -> str:
 def missing_facts(facts: Iterable[Fact], summary: str) -> list[Fact]:
     """Return the facts that do not appear verbatim (up to whitespace) in ``summary``.
 
-    Example:
+    Examples:
         >>> missing_facts([Fact("path", "src/app.py"), Fact("id", "ZFA04Y")], "Edited src/app.py.")
         [Fact(kind='id', text='ZFA04Y')]
     """

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,14 +25,17 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from ._anthropic_format import anthropic_document, read_turns
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
 from ._reprs import short_repr
 
 __all__ = [
     "Format",
+    "dump_anthropic",
     "dump_conversation",
     "from_openai",
+    "load_anthropic",
     "load_conversation",
     "to_openai",
     "validate_openai",
@@ -39,6 +43,11 @@ __all__ = [
 
 #: A transcript's file format: a JSON array of messages, or one message per line.
 Format = Literal["json", "jsonl"]
+
+#: A transcript as the command line reads and writes it: the two OpenAI file
+#: formats, or Anthropic Messages turns (a JSON array, or an object with
+#: ``system`` and ``messages``).
+TranscriptFormat = Literal["json", "jsonl", "anthropic"]
 
 #: The roles a Chat Completions message may have here.
 OPENAI_ROLES: Final = ("system", "user", "assistant", "tool")
@@ -264,7 +273,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
             role, or a field of the wrong type; the error names the message
             index and the field.
 
-    Example:
+    Examples:
         >>> from_openai([
         ...     {"role": "user", "content": "List the files"},
         ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1",
@@ -351,7 +360,7 @@ def to_openai(components: Iterable[Component]) -> list[dict[str, Any]]:
             whose ``role`` is ``"tool"`` without a ``tool_call_id`` (or the
             other way round).
 
-    Example:
+    Examples:
         >>> from mellea_ctx import CBlock, ModelOutputThunk
         >>> to_openai([CBlock("Hi"), ModelOutputThunk("Hello!")])
         [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello!'}]
@@ -457,7 +466,7 @@ def validate_openai(components: Iterable[Component]) -> list[str]:
     Returns:
         One line per problem, ``"message N: ..."``, in message order.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ToolMessage
         >>> validate_openai([ToolMessage("ok", tool_call_id="call_9")])  # doctest: +ELLIPSIS
         ["message 0: tool result for tool_call_id='call_9' answers no earlier tool call; ..."]
@@ -474,7 +483,7 @@ class _Transcript:
     """A parsed transcript: its components, its format, and where each one was read."""
 
     components: list[Component]
-    format: Format
+    format: TranscriptFormat
     locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
 
 
@@ -485,7 +494,52 @@ def _detect(text: str, suffix: str) -> Format:
     return "json" if stripped.startswith("[") or not stripped else "jsonl"
 
 
-def _parse_json(text: str, source: str) -> _Transcript:
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, at: int) -> int:
+    """Return the index of the first character at or after ``at`` that is not JSON whitespace."""
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
+
+
+def _element_lines(text: str) -> list[int] | None:
+    """Return the line (from 1) where each element of a top-level JSON array starts.
+
+    ``None`` when ``text`` is not a well-formed JSON array.
+    """
+    decoder = json.JSONDecoder()
+    at = _skip_space(text, 0)
+    if text[at : at + 1] != "[":
+        return None
+    at = _skip_space(text, at + 1)
+    lines: list[int] = []
+    line, counted = 1, 0
+    if text[at : at + 1] == "]":
+        return lines
+    try:
+        while True:
+            line += text.count("\n", counted, at)
+            counted = at
+            lines.append(line)
+            _, end = decoder.raw_decode(text, at)
+            at = _skip_space(text, end)
+            if text[at : at + 1] != ",":
+                return lines
+            at = _skip_space(text, at + 1)
+    except ValueError:
+        return None
+
+
+def _array_labels(text: str | None, count: int) -> list[str]:
+    """Return ``"message N"`` per element, with its line when ``text`` is given."""
+    lines = _element_lines(text) if text is not None else None
+    if lines is None or len(lines) != count:
+        return [f"message {index}" for index in range(count)]
+    return [f"message {index} (line {line})" for index, line in enumerate(lines)]
+
+
+def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -499,7 +553,7 @@ def _parse_json(text: str, source: str) -> _Transcript:
             "(or JSONL, one message per line)"
         )
         raise InvalidContextError(msg)
-    locations = [f"message {index}" for index in range(len(data))]
+    locations = _array_labels(text if lines else None, len(data))
     components = [
         _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
     ]
@@ -533,13 +587,186 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
     return _Transcript(components, "jsonl", locations)
 
 
-def _parse_transcript(text: str, source: str, fmt: Format) -> _Transcript:
+def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
     if fmt == "json" and not text.strip():
         msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
         raise InvalidContextError(msg)
     if fmt == "json":
-        return _parse_json(text, source)
+        return _parse_json(text, source, lines=lines)
     return _parse_jsonl(text, source)
+
+
+#: Content block types only the Anthropic Messages API has.
+_ANTHROPIC_BLOCKS: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
+
+
+def _looks_anthropic(data: object) -> bool:
+    """Return whether parsed JSON is an Anthropic transcript rather than OpenAI messages.
+
+    An object is one when it has a ``messages`` list and either a ``system``
+    field or no message with an OpenAI-only role; an array is one when a
+    message holds an Anthropic-only block, or an assistant message holds a
+    list of blocks (OpenAI assistants send strings).
+    """
+    if isinstance(data, dict):
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            return False
+        if "system" in data:
+            return True
+        roles = {m.get("role") for m in messages if isinstance(m, dict)}
+        return bool(messages) and not roles & {"system", "tool", "developer"}
+    if not isinstance(data, list):
+        return False
+    for message in data:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        if message.get("role") == "assistant" and content:
+            return True
+        if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
+            return True
+    return False
+
+
+def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Transcript:
+    locations: list[str] = []
+    if isinstance(data, dict):
+        if not isinstance(data.get("messages"), list):
+            msg = (
+                f"{source}: holds a JSON object without a 'messages' list; an Anthropic "
+                'transcript is a JSON array of turns or {"system": ..., "messages": [...]}'
+            )
+            raise InvalidContextError(msg)
+        components = read_turns(
+            data["messages"], data.get("system"), source=source, locations=locations
+        )
+    elif isinstance(data, list):
+        labels = _array_labels(text, len(data))
+        components = read_turns(data, source=source, locations=locations, labels=labels)
+    else:
+        msg = (
+            f"{source}: holds a JSON {type(data).__name__}; an Anthropic transcript is a JSON "
+            'array of turns or {"system": ..., "messages": [...]}'
+        )
+        raise InvalidContextError(msg)
+    return _Transcript(components, "anthropic", locations)
+
+
+def _loads(text: str, source: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        raise InvalidContextError(msg) from exc
+
+
+def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> _Transcript:
+    """Parse a transcript in ``fmt``, or in the format its name and text show."""
+    if fmt == "anthropic":
+        if not text.strip():
+            msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
+            raise InvalidContextError(msg)
+        return _parse_anthropic(_loads(text, source), source, text)
+    if fmt is not None:
+        return _parse_transcript(text, source, fmt, lines=True)
+    detected = _detect(text, suffix)
+    stripped = text.lstrip()
+    if detected == "json" or stripped.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = None  # let the OpenAI reader report it, with its hints
+        if data is not None and _looks_anthropic(data):
+            return _parse_anthropic(data, source, text)
+    return _parse_transcript(text, source, detected, lines=True)
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"{source}: byte {exc.start} is not UTF-8 ({exc.reason}); save the file as UTF-8"
+        raise InvalidContextError(msg) from exc
+
+
+def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None) -> _Transcript:
+    """Read a transcript in any format the command line knows (see ``_parse_any``)."""
+    file = Path(path)
+    return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
+
+
+def _document(components: Iterable[Component], fmt: TranscriptFormat) -> bytes:
+    """Return ``components`` serialised in ``fmt``, as UTF-8 bytes."""
+    if fmt == "anthropic":
+        document = anthropic_document(components)
+        try:
+            return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
+            return (json.dumps(document, indent=2) + "\n").encode("ascii")
+    return _dumps(to_openai(components), fmt)
+
+
+def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
+    """Return the components of an Anthropic Messages API transcript file.
+
+    The file (UTF-8 JSON) is either an array of turns ``{"role", "content"}``
+    or an object ``{"system": ..., "messages": [...]}`` (a request body's
+    other fields are ignored). Turns are read as
+    :func:`~mellea_ctx.from_anthropic` reads them: ``thinking`` blocks, the
+    ``is_error`` flag and extra keys such as ``cache_control`` are not kept.
+    The history's tool rules are not checked here (see
+    :func:`validate_anthropic`).
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        One component per message, tool result and system prompt, in order.
+
+    Raises:
+        OSError: When the file cannot be read.
+        InvalidContextError: For invalid UTF-8 or JSON, or a bad turn; the
+            error names the file, the turn (``message 3``), the block
+            (``content[1]``) and the field.
+
+    Examples:
+        >>> import json, pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.json"
+        ...     _ = path.write_text(json.dumps({"system": "Be brief.", "messages": [
+        ...         {"role": "user", "content": [{"type": "text", "text": "hi"}]}]}))
+        ...     [(c.role, c.content) for c in load_anthropic(path)]
+        [('system', 'Be brief.'), ('user', 'hi')]
+    """
+    return _read_any(path, "anthropic").components
+
+
+def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]) -> None:
+    """Write ``components`` to ``path`` as an Anthropic Messages API transcript.
+
+    The turns are :func:`~mellea_ctx.to_anthropic`'s (consecutive messages
+    of one role merged, tool results first in their user turn), with a user
+    turn of plain text written as a string. Without leading system messages
+    the file is a JSON array of turns; with them, an object
+    ``{"system": ..., "messages": [...]}``. The write is atomic, as for
+    :func:`dump_conversation`.
+
+    Raises:
+        OSError: When the file cannot be written.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> from mellea_ctx import Message
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.json"
+        ...     dump_anthropic([Message("user", "hi")], path)
+        ...     load_anthropic(path) == [Message("user", "hi")]
+        True
+    """
+    _atomic_write(Path(path), _document(components, "anthropic"))
 
 
 def _read_transcript(path: str | os.PathLike[str]) -> _Transcript:
@@ -576,7 +803,7 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
             error names the file, then the line (JSONL, counted from 1) or the
             message index (JSON, from 0), then the field.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     path = pathlib.Path(folder) / "chat.jsonl"
@@ -659,7 +886,7 @@ def dump_conversation(
         InvalidComponentError: For an item :func:`to_openai` cannot write.
         OSError: When the file cannot be written.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from mellea_ctx import Message
         >>> with tempfile.TemporaryDirectory() as folder:

@@ -45,7 +45,7 @@ class OpenAIBackend(SDKBackend):
         InvalidArgumentError: When the SDK is missing, or no key is given for
             OpenAI itself.
 
-    Example:
+    Examples:
         >>> backend = OpenAIBackend("qwen2.5-coder", base_url="http://127.0.0.1:8080/v1")
         >>> backend
         OpenAIBackend(model='qwen2.5-coder', base_url='http://127.0.0.1:8080/v1')

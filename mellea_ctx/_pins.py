@@ -43,7 +43,7 @@ def is_prefix_stable(pin_predicate: object) -> bool:
 def pin_nothing(components: Sequence[Component]) -> int:
     """Pin nothing: the whole context is body.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> pin_nothing([Message("system", "Be brief.")])
         0
@@ -56,7 +56,7 @@ def pin_system(components: Sequence[Component]) -> int:
 
     A system message later in the conversation is not pinned.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> pin_system([Message("system", "Be brief."), Message("user", "Hi")])
         1
@@ -75,7 +75,7 @@ def pin_system_and_initial_user(components: Sequence[Component]) -> int:
     Use it when the first user message states the task and must survive
     compaction. Equals :func:`pin_system` when no user message follows.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> msgs = [Message("system", "Be brief."), Message("user", "Task"), Message("user", "Hi")]
         >>> pin_system_and_initial_user(msgs)
@@ -96,7 +96,7 @@ def pin_react_initiator(components: Sequence[Component]) -> int:
     :func:`pin_system` pins. It scans until it meets the goal, so its cost is
     the goal's position (the whole context when there is none).
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ReactInitiator
         >>> goal = ReactInitiator("Fix the bug")
         >>> pin_react_initiator([Message("system", "Use tools."), goal, Message("user", "x")])

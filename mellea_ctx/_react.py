@@ -421,7 +421,7 @@ def react(
         BackendError: When the backend fails (the turn is not committed).
         SessionConflictError: When another writer changed the session.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ChatContext, ModelOutputThunk, ScriptedBackend, ToolCall, tool
         >>> @tool
         ... def weather(city: str) -> str:

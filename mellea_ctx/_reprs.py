@@ -15,7 +15,7 @@ __all__ = ["short_repr"]
 def short_repr(value: object, limit: int = 80) -> str:
     """Return ``repr(value)`` cut to ``limit`` characters, or a placeholder when it fails.
 
-    Example:
+    Examples:
         >>> short_repr("x" * 100, limit=12)
         "'xxxxxxxx..."
         >>> short_repr(10**5000)

@@ -45,7 +45,7 @@ def component_to_record(component: Component) -> dict[str, Any]:
     Raises:
         InvalidComponentError: For a component kind this module does not know.
 
-    Example:
+    Examples:
         >>> component_to_record(Message("user", "hi"))
         {'kind': 'message', 'role': 'user', 'content': 'hi'}
     """
@@ -108,7 +108,7 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
     Raises:
         InvalidComponentError: For a record that is not one of ours or is damaged.
 
-    Example:
+    Examples:
         >>> component_from_record({"kind": "goal", "goal": "Fix the bug"})
         ReactInitiator(goal='Fix the bug')
     """

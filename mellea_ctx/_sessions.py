@@ -55,7 +55,7 @@ class SessionMemory:
     Raises:
         InvalidArgumentError: When ``store`` is not a ``SessionStore``.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message, ModelOutputThunk
         >>> memory = SessionMemory()
         >>> session = memory.open("user-42")
@@ -106,7 +106,7 @@ class SessionMemory:
     def messages(self, session_id: str) -> tuple[Component, ...]:
         """Return the remembered dialogue, without any system instructions.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import Message
             >>> memory = SessionMemory()
             >>> memory.messages("new-session")
@@ -121,7 +121,7 @@ class SessionMemory:
         Metadata (a tool-search record, a user's locale) is not versioned: the
         last writer wins, and commits are not affected.
 
-        Example:
+        Examples:
             >>> memory = SessionMemory()
             >>> memory.set_meta("s1", "locale", "de-CH")
             >>> dict(memory.open("s1").meta)
@@ -185,7 +185,7 @@ class Session:
         Raises:
             InvalidArgumentError: When ``system`` is neither a str nor system messages.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import Message
             >>> session = SessionMemory().open("s1").commit([Message("user", "hi")])
             >>> [c.content for c in session.context(system="Be brief.")]
@@ -219,7 +219,7 @@ class Session:
             SessionConflictError: When another writer changed the session
                 since this snapshot; reload and retry the turn.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import Message, ModelOutputThunk, ToolCall, ToolMessage
             >>> session = SessionMemory().open("s1")
             >>> call = ToolCall("call_1", "get_time")
@@ -255,7 +255,7 @@ class Session:
             SessionConflictError: When another writer changed the session
                 since this snapshot; reload and compact again.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import Checkpoint, Message
             >>> session = SessionMemory().open("s1")
             >>> session = session.commit([Message("user", "a"), Message("assistant", "b")])

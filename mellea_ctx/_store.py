@@ -52,7 +52,7 @@ class StoredSession:
         components: The remembered dialogue, oldest first.
         meta: The session's metadata, read-only.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> stored = StoredSession(1, (Message("user", "hi"),), {"tools": "search"})
         >>> stored.version, len(stored.components), stored.meta["tools"]

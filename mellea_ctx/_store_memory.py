@@ -32,7 +32,7 @@ class MemoryStore:
     comes back with its ``span`` but without its in-memory ``replaced``
     handle. Tests written against a ``MemoryStore`` see what production sees.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> store = MemoryStore()
         >>> store.append("s1", [Message("user", "hi")], expected_version=0)

@@ -1,28 +1,49 @@
 """``RedisStore``: sessions in Redis, shared by many workers on many machines.
 
-Per session, three keys under the prefix: ``{id}:version`` (an integer),
-``{id}:log`` (a list of lossless JSON records, oldest first) and ``{id}:meta``
-(a hash). The braces are a Redis Cluster hash tag, so one session's keys live
-in one slot and a script may touch all of them.
+Per session, four keys under the prefix: ``{id}:version`` (an integer),
+``{id}:log`` (a list of lossless JSON records, oldest first), ``{id}:meta``
+(a hash) and ``{id}:writes`` (the ids of the last few writes, see below). The
+braces are a Redis Cluster hash tag, so one session's keys live in one slot
+and a script may touch all of them.
 
 ``append`` and ``replace`` each run as one Lua script (``EVALSHA``, loaded
 again by redis-py if the server forgot it): the version check and the write
 happen inside the server with no other command in between, so they are atomic
 for every client of that server, wherever it runs. A worker that dies before
 its script reached the server leaves no trace of it; a command the server
-received only in part is never run. ``load`` reads the three keys in one
+received only in part is never run. ``load`` reads the keys in one
 ``MULTI``/``EXEC`` transaction, a consistent snapshot.
 
-Durability is the server's: with ``appendonly yes`` (and ``appendfsync
-everysec`` or ``always``) committed turns survive a restart of Redis; with
-persistence off they last as long as the server process.
+Each write carries a random id, and the script remembers the ids of the
+session's last :data:`_REMEMBERED_WRITES` writes. redis-py sends a command
+again after a broken connection (by default from redis-py 6 on, or with a
+``Retry`` you configure), so a write the server
+applied but whose reply was lost arrives twice: the second copy finds its own
+id and answers the version the first one wrote, instead of a
+:class:`~mellea_ctx.SessionConflictError` that would make the caller redo,
+and so store twice, a turn that is already stored.
+
+Durability is the server's. With ``appendonly yes`` and ``appendfsync
+always``, Redis writes and syncs its append-only file before it replies, so
+every acknowledged write survives a crash of the server or the machine (on a
+full disk the server exits rather than acknowledge a write it could not
+save). With ``appendfsync everysec`` (Redis's default once ``appendonly`` is
+on), the file is synced once a second, and while a sync is running Redis
+acknowledges writes it has not yet written to the file: a crash of the
+machine, or of the server process itself when its disk is slow, can lose up
+to about two seconds of acknowledged writes (what remains is an earlier
+state, whole). A full disk makes it refuse writes (``MISCONF``) until space
+is freed. With the append-only file off, writes last until the next RDB
+snapshot, or, with persistence off, as long as the server process.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from ._components import Component
 from ._exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
@@ -41,38 +62,43 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
-# KEYS: version, log. ARGV: expected version, then the records to append.
-# Returns {1, new version} when written, {0, current version} on a conflict.
-# Records are pushed in chunks: unpack() of thousands of values overflows Lua's stack.
-_APPEND: Final = """
+#: How many write ids a session remembers, to recognise a write sent again.
+_REMEMBERED_WRITES: Final = 16
+
+# KEYS: version, log, writes. ARGV: expected version, this write's id, then the records.
+# Returns {1, new version} when written (or when this very write was applied before and is
+# being sent again), {0, current version} on a conflict. Records are pushed in chunks:
+# unpack() of thousands of values overflows Lua's stack.
+_SCRIPT: Final = """
 local raw = redis.call('GET', KEYS[1])
 local current = 0
 if raw then current = tonumber(raw) end
 if current == nil then
   return redis.error_reply('session version key ' .. KEYS[1] .. ' does not hold an integer')
 end
-if current ~= tonumber(ARGV[1]) then return {0, current} end
-for i = 2, #ARGV, 1000 do
+if current ~= tonumber(ARGV[1]) then
+  local mine = ARGV[2] .. ' '
+  for _, done in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+    if string.sub(done, 1, #mine) == mine then
+      return {1, tonumber(string.sub(done, #mine + 1))}
+    end
+  end
+  return {0, current}
+end
+%s
+for i = 3, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
-return {1, redis.call('INCR', KEYS[1])}
+local version = redis.call('INCR', KEYS[1])
+redis.call('LPUSH', KEYS[3], ARGV[2] .. ' ' .. version)
+redis.call('LTRIM', KEYS[3], 0, %d)
+return {1, version}
 """
 
+_APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
+
 # The same, but the log is emptied first; it may be left empty.
-_REPLACE: Final = """
-local raw = redis.call('GET', KEYS[1])
-local current = 0
-if raw then current = tonumber(raw) end
-if current == nil then
-  return redis.error_reply('session version key ' .. KEYS[1] .. ' does not hold an integer')
-end
-if current ~= tonumber(ARGV[1]) then return {0, current} end
-redis.call('DEL', KEYS[2])
-for i = 2, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
-return {1, redis.call('INCR', KEYS[1])}
-"""
+_REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
 
 
 def _import_redis() -> Any:
@@ -85,6 +111,26 @@ def _import_redis() -> Any:
         )
         raise ImportError(msg) from exc
     return redis
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without its password, to name the server in messages and reprs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _shown_client(client: Any) -> str:
+    """Where a caller's client connects (host, port, db; never its credentials)."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None) or {}
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    if "host" in kwargs:
+        return f"redis://{kwargs['host']}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    return f"a {type(client).__name__} client"
 
 
 def _text(value: str | bytes) -> str:
@@ -112,7 +158,7 @@ class RedisStore:
         InvalidArgumentError: For a URL redis-py cannot read, or a prefix that
             is not a str.
 
-    Example:
+    Examples:
         >>> store = RedisStore("redis://127.0.0.1:6379/0", prefix="myapp:")  # connects lazily
         >>> store.close()
     """
@@ -141,10 +187,10 @@ class RedisStore:
                 )
                 raise InvalidArgumentError(msg) from exc
             self._owns_client = True
-            self._where = url
+            self._where = _shown_url(url)
         else:
             self._owns_client = False
-            self._where = repr(client)
+            self._where = _shown_client(client)
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = module.RedisError
@@ -167,7 +213,7 @@ class RedisStore:
             InvalidComponentError: When a stored record is damaged.
         """
         check_session_id("RedisStore.load", session_id)
-        version_key, log_key, meta_key = self._keys(session_id)
+        version_key, log_key, meta_key, _ = self._keys(session_id)
         with self._errors("load", session_id):
             pipe = self._client.pipeline(transaction=True)
             pipe.get(version_key)
@@ -227,7 +273,7 @@ class RedisStore:
         owner = "RedisStore.set_meta"
         check_session_id(owner, session_id)
         check_meta(owner, key, value)
-        _, _, meta_key = self._keys(session_id)
+        meta_key = self._keys(session_id)[2]
         with self._errors("set_meta", session_id):
             if value is None:
                 self._client.hdel(meta_key, key)
@@ -235,7 +281,7 @@ class RedisStore:
                 self._client.hset(meta_key, key, value)
 
     def clear(self, session_id: str) -> None:
-        """Forget the session: its three keys go in one ``DEL``.
+        """Forget the session: its keys go in one ``DEL``.
 
         Raises:
             InvalidArgumentError: For a bad session id.
@@ -263,9 +309,9 @@ class RedisStore:
 
     # -- internals ------------------------------------------------------------------
 
-    def _keys(self, session_id: str) -> tuple[str, str, str]:
+    def _keys(self, session_id: str) -> tuple[str, str, str, str]:
         base = f"{self._prefix}{{{session_id}}}"
-        return f"{base}:version", f"{base}:log", f"{base}:meta"
+        return f"{base}:version", f"{base}:log", f"{base}:meta", f"{base}:writes"
 
     def _write(
         self,
@@ -275,10 +321,11 @@ class RedisStore:
         expected_version: int,
         records: list[str],
     ) -> int:
-        version_key, log_key, _ = self._keys(session_id)
+        version_key, log_key, _, writes_key = self._keys(session_id)
+        write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
         with self._errors(operation, session_id):
             written, version = script(
-                keys=[version_key, log_key], args=[expected_version, *records]
+                keys=[version_key, log_key, writes_key], args=[expected_version, write_id, *records]
             )
         if not written:
             raise SessionConflictError(session_id, expected_version, int(version))
@@ -289,9 +336,30 @@ class RedisStore:
         try:
             yield
         except self._redis_error as exc:
+            text = str(exc)
+            if "maxmemory" in text:
+                advice = (
+                    "the server is at its maxmemory and refused the write, so nothing was "
+                    "written: raise maxmemory or clear old sessions, then retry"
+                )
+            elif "MISCONF" in text:
+                advice = (
+                    "the server cannot save to its disk (full, or not writable) and refuses "
+                    "writes, so nothing was written: free space on the server's disk, then retry"
+                )
+            elif operation in ("append", "replace"):
+                advice = (
+                    "if the connection broke after the server received the write, it may be "
+                    "stored: check that the server is up, then reload the session and look "
+                    "for this turn before writing it again"
+                )
+            else:
+                advice = (
+                    "check that the server is up and reachable, then reload the session "
+                    "before writing again"
+                )
             msg = (
                 f"RedisStore({self._where}): {operation} on session {session_id!r} failed: "
-                f"{type(exc).__name__}: {exc}; check that the server is up and reachable, then "
-                "reload the session before writing again"
+                f"{type(exc).__name__}: {exc}; {advice}"
             )
             raise SessionStoreError(msg) from exc

@@ -65,6 +65,9 @@ _SCHEMA: Final = (
         PRIMARY KEY (session_id, key)
     ) WITHOUT ROWID""",
 )
+#: SQLite's result code for a full disk (``sqlite3.SQLITE_FULL``, named only from Python 3.11).
+_SQLITE_FULL: Final = 13
+
 _SAVE_HEAD: Final = (
     "INSERT INTO sessions (session_id, version, length) VALUES (?, ?, ?) "
     "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, length = excluded.length"
@@ -107,7 +110,7 @@ class SQLiteStore:
         SessionStoreError: When the file cannot be opened or holds a layout
             from another version of mellea-ctx.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> from mellea_ctx import Message
         >>> with tempfile.TemporaryDirectory() as tmp:
@@ -404,7 +407,13 @@ class SQLiteStore:
             raise
 
     def _error(self, operation: str, exc: sqlite3.Error) -> SessionStoreError:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc):
+            msg = (
+                f"SQLiteStore({self._path!r}): {operation} failed because the disk holding the "
+                f"file is full ({exc}), and nothing was written; every committed turn is intact: "
+                "free space on that disk, or move the file to a larger one, then retry"
+            )
+        elif isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             msg = (
                 f"SQLiteStore({self._path!r}): {operation} could not get the file's lock "
                 f"within timeout={self._timeout!r}s ({exc}), and nothing was written; "

@@ -90,7 +90,7 @@ class LLMSummarizeCompactor:
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import ChatContext, Message, ScriptedBackend
         >>> backend = ScriptedBackend(lambda messages, options: "User greeted; agent replied.")
         >>> ctx = ChatContext()
@@ -235,9 +235,11 @@ class TokenBudgetCompactor(InlineCompactor):
             sets it (default: an eighth of the target, at most 4,096).
         boundary: ``"user_turn"`` (the default: turns begin at user input) or
             ``"model_step"`` (each assistant message also begins a turn).
-        default_backend, pin_predicate, prompt_template, model_options,
-        timeout, retries, strict, preserve_facts, keep_replaced, on_record:
-            As for :class:`LLMSummarizeCompactor`.
+
+    ``default_backend``, ``pin_predicate``, ``prompt_template``,
+    ``model_options``, ``timeout``, ``retries``, ``strict``,
+    ``preserve_facts``, ``keep_replaced`` and ``on_record`` are as for
+    :class:`LLMSummarizeCompactor`.
 
     Raises:
         InvalidArgumentError: For a bad setting, at construction.

@@ -76,7 +76,7 @@ class TiktokenCounter:
         per_tool_call: Framing tokens per tool call.
         image_tokens: Tokens charged per attached image.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import Message
         >>> TiktokenCounter().count(Message("user", "Hello there"))
         6
@@ -102,7 +102,7 @@ class TiktokenCounter:
     def count_text(self, text: str) -> int:
         """Return the number of ``o200k_base`` tokens in ``text``.
 
-        Example:
+        Examples:
             >>> TiktokenCounter().count_text("Hello there")
             2
         """
@@ -133,7 +133,7 @@ class TiktokenCounter:
         the text's byte length bounds its token count; framing is added as
         :meth:`count` adds it. Costs a length, not an encode.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import Message
             >>> m = Message("user", "Hello there")
             >>> TiktokenCounter().count(m) <= TiktokenCounter().bound(m)

@@ -99,7 +99,7 @@ def _stem(word: str) -> str:
 def _words(compound: str) -> list[str]:
     """Split an identifier into words: at '_' and '-', letters from digits, camelCase humps.
 
-    Example:
+    Examples:
         >>> _words("getHTTPResponse_v2")
         ['get', 'HTTP', 'Response', 'v', '2']
     """
@@ -124,7 +124,7 @@ def _terms(text: str) -> list[str]:
     words and, as one more term, the whole identifier, so the exact name
     ranks its tool first.
 
-    Example:
+    Examples:
         >>> _terms("Check the warehouse_stock of getInvoices")
         ['check', 'warehouse', 'stock', 'warehouse_stock', 'get', 'invoice', 'getinvoices']
     """
@@ -195,7 +195,7 @@ class MetaStore(Protocol):
 class InMemoryMetaStore:
     """A :class:`MetaStore` in a dict: lives as long as the object, thread-safe.
 
-    Example:
+    Examples:
         >>> store = InMemoryMetaStore()
         >>> store.set("s1", "k", "v")
         >>> store.get("s1", "k"), store.get("s2", "k")
@@ -242,7 +242,7 @@ class DeliveredTools:
         InvalidArgumentError: For an empty or non-string session id, or a
             store without ``get`` and ``set``.
 
-    Example:
+    Examples:
         >>> delivered = DeliveredTools("s1")
         >>> delivered.record(["billing_lookup", "read_file"])
         >>> delivered.names, "read_file" in delivered
@@ -369,7 +369,7 @@ class ToolSearch:
             :class:`~mellea_ctx.Tool`, two tools with one name, a tool named
             ``tool_search``, or bm25s missing.
 
-    Example:
+    Examples:
         >>> from mellea_ctx import tool
         >>> @tool(deferred=True)
         ... def warehouse_stock(sku: str) -> int:
@@ -640,7 +640,7 @@ class ToolSearch:
         The definition is the same for every session, so it never moves the
         request prefix.
 
-        Example:
+        Examples:
             >>> import asyncio
             >>> from mellea_ctx import tool
             >>> read_file = tool(lambda path: "", name="read_file", description="Read a text file.")

@@ -98,7 +98,7 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
 def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """Return the JSON schema of ``fn``'s arguments, from its signature and docstring.
 
-    Example:
+    Examples:
         >>> def read_file(path: str, limit: int = 100) -> str:
         ...     '''Read a text file.
         ...
@@ -258,7 +258,7 @@ def tool(
     Raises:
         InvalidArgumentError: For a name providers would reject, or no description.
 
-    Example:
+    Examples:
         >>> @tool
         ... def add(a: int, b: int) -> int:
         ...     '''Add two integers.'''

@@ -1,4 +1,4 @@
-"""The README's and the docs' Python examples run as written."""
+"""The README's and the docs' Python examples run as written; the API reference is complete."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import mellea_ctx
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -17,7 +20,9 @@ def python_blocks(page: Path) -> list[str]:
 
 
 class TestDocs:
-    @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: p.name)
+    @pytest.mark.parametrize(
+        "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: p.relative_to(ROOT).as_posix()
+    )
     def test_python_blocks_run(self, page: Path) -> None:
         """Each ```python block on the page executes without error, in order."""
         namespace: dict[str, object] = {"__name__": "docs"}
@@ -31,3 +36,17 @@ class TestDocs:
         commands = re.findall(r"```bash\n(.*?)```", setup, re.S)
         assert len(commands) == 2
         assert "mellea-ctx" in commands[0] and "nox" in commands[1]
+
+
+class TestReference:
+    def test_every_public_name_has_one_entry(self) -> None:
+        """Each name in ``mellea_ctx.__all__`` is rendered by exactly one ``:::`` line."""
+        text = "".join(p.read_text(encoding="utf-8") for p in sorted(DOCS.glob("reference/*.md")))
+        rendered = re.findall(r"^::: mellea_ctx\.(\w+)$", text, re.M)
+        assert sorted(mellea_ctx.__all__) == sorted(rendered)
+
+    def test_every_page_is_in_the_nav(self) -> None:
+        """mkdocs.yml's nav lists every page under docs/, so none is built unreachable."""
+        nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:\n", 1)[1]
+        listed = re.findall(r":\s*(\S+\.md)$", nav, re.M)
+        assert sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")) == sorted(listed)

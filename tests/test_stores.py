@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from mellea_ctx import (
     Usage,
 )
 
+from ._proxy import ReplyDropper
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 
@@ -551,15 +553,35 @@ class TestSQLiteStore:
         assert 3 == len({id(c) for c in seen}) and store._connection() not in seen
         store.close()
 
+    def test_a_full_database_names_the_fix_and_keeps_the_last_turn(self, tmp_path: Path) -> None:
+        """Regression: SQLITE_FULL used to say "check that the directory is writable"."""
+        path = tmp_path / "sessions.db"
+        store = SQLiteStore(path)
+        store.append("s1", [Message("user", "kept")], expected_version=0)
+        # Cap this connection's file at its current size: the next page it needs is "full".
+        connection = store._connection()
+        (pages,) = connection.execute("PRAGMA page_count").fetchone()
+        connection.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(SessionStoreError) as caught:
+            store.append("s1", [Message("user", "x" * 100_000)], expected_version=1)
+        assert f"SQLiteStore({str(path)!r}): append failed because the disk holding the file " in (
+            str(caught.value)
+        )
+        assert "free space on that disk, or move the file to a larger one" in str(caught.value)
+        stored = SQLiteStore(path).load("s1")
+        assert (1, (Message("user", "kept"),)) == (stored.version, stored.components)
+        store.close()
+
 
 class TestRedisStore:
     def test_keys_live_under_the_prefix(self, redis_server: RedisServer) -> None:
-        """Each session's three keys start with the prefix and share one hash tag."""
+        """Each session's keys start with the prefix and share one hash tag."""
         client = redis.Redis.from_url(redis_server.url)
         with RedisStore(redis_server.url, prefix="keys-test:") as store:
             store.append("s:1", [Message("user", "a")], expected_version=0)
             store.set_meta("s:1", "k", "v")
-        assert {b"keys-test:{s:1}:version", b"keys-test:{s:1}:log", b"keys-test:{s:1}:meta"} == set(
+        base = b"keys-test:{s:1}:"
+        assert {base + b"version", base + b"log", base + b"meta", base + b"writes"} == set(
             client.keys("keys-test:*")
         )
         client.close()
@@ -642,3 +664,70 @@ class TestMemoryStore:
     def test_is_a_session_store(self) -> None:
         """Every store satisfies the SessionStore protocol at run time."""
         assert isinstance(MemoryStore(), SessionStore)
+
+
+class TestRedisErrorsNameTheServer:
+    def test_a_password_in_the_url_is_never_shown(self) -> None:
+        """Regression: the URL, password included, was put in every error message and repr."""
+        url = f"redis://app:hunter2@127.0.0.1:{unused_port()}/0"
+        store = RedisStore(url)
+        with pytest.raises(SessionStoreError) as caught:
+            store.load("s1")
+        shown = f"redis://app:***@127.0.0.1:{url.rsplit(':', 1)[1]}"
+        assert f"RedisStore({shown}): load" in str(caught.value)
+        assert "hunter2" not in str(caught.value) + repr(store)
+        store.close()
+
+    def test_a_callers_client_is_named_by_its_address(self, redis_server: RedisServer) -> None:
+        """Regression: a passed client was named by its repr, a screenful of pool options."""
+        client = redis.Redis(port=redis_server.port, password=None)
+        store = RedisStore(client=client)
+        assert f"<RedisStore redis://localhost:{redis_server.port}/0 prefix='mellea-ctx:'>" == repr(
+            store
+        )
+        client.close()
+
+
+class TestRedisLostReplies:
+    """A write the server applied but whose reply was lost, sent again by redis-py's retry."""
+
+    def test_a_write_sent_again_is_recognised_not_a_conflict(
+        self, redis_server: RedisServer
+    ) -> None:
+        """Regression: the second copy used to raise SessionConflictError for its own write."""
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        with ReplyDropper(redis_server.port) as proxy:
+            client = redis.Redis(port=proxy.port, retry=Retry(NoBackoff(), 3))
+            store = RedisStore(client=client, prefix=f"lost-{uuid.uuid4().hex}:")
+            store.append("s1", [Message("user", "a")], expected_version=0)
+            proxy.drop_next_write()
+            assert 2 == store.append("s1", [Message("user", "b")], expected_version=1)
+            assert 1 == proxy.dropped
+            proxy.drop_next_write()
+            assert 3 == store.replace("s1", [Message("user", "c")], expected_version=2)
+            assert 2 == proxy.dropped
+            stored = store.load("s1")
+            assert (3, (Message("user", "c"),)) == (stored.version, stored.components)
+            # A stale writer is still refused: the ids are per write, not per client.
+            with pytest.raises(SessionConflictError):
+                store.append("s1", [Message("user", "d")], expected_version=2)
+            client.close()
+
+    def test_without_retries_the_lost_reply_is_a_store_error_that_says_so(
+        self, redis_server: RedisServer
+    ) -> None:
+        """With retries off, the caller gets SessionStoreError saying the write may be stored."""
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        with ReplyDropper(redis_server.port) as proxy:
+            client = redis.Redis(port=proxy.port, retry=Retry(NoBackoff(), 0))
+            store = RedisStore(client=client, prefix=f"lost-{uuid.uuid4().hex}:")
+            store.append("s1", [Message("user", "a")], expected_version=0)
+            proxy.drop_next_write()
+            with pytest.raises(SessionStoreError, match=r"it may be stored.*look for this turn"):
+                store.append("s1", [Message("user", "b")], expected_version=1)
+            assert 2 == store.load("s1").version  # it was: the reload shows it
+            client.close()

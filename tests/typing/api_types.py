@@ -35,9 +35,13 @@ from mellea_ctx import (
     ToolMessage,
     ToolSearch,
     WindowCompactor,
+    dump_anthropic,
     from_openai,
+    load_anthropic,
     pin_system,
+    repair_history,
     to_openai,
+    validate_anthropic,
 )
 
 
@@ -111,3 +115,11 @@ def check_tool_search(tools: list[Tool]) -> None:
     assert_type(search.anthropic_tools(), list[dict[str, Any]])
     assert_type(search.catalog_text(), str)
     assert_type(search.reset_after_compaction(delivered), bool)
+
+
+def check_history_rules(components: list[Component]) -> None:
+    assert_type(validate_anthropic(components), list[str])
+    assert_type(repair_history(components), tuple[list[Component], list[str]])
+    assert_type(repair_history(components, provider="anthropic")[1], list[str])
+    assert_type(load_anthropic("chat.json"), list[Component])
+    assert_type(dump_anthropic(components, "chat.json"), None)

@@ -1,13 +1,18 @@
-"""The same agent against any OpenAI-compatible server: OpenAI, vLLM, Ollama, llama.cpp.
+"""A local OpenAI-compatible server: vLLM, Ollama, llama.cpp, LM Studio, via ``base_url``.
 
-Point it at a server with environment variables:
+A coding agent answers a question about a project with a ``read_file`` tool,
+on whatever model the server hosts. ``OpenAIBackend(model, base_url=...)``
+speaks Chat Completions to it; a local server needs no key. Summaries come
+from the same model, behind a threshold so they are rare, and the model is
+also offered ``compact_context`` and ``recall``. Point it at your server:
 
+    # vLLM:       vllm serve Qwen/Qwen2.5-Coder-1.5B-Instruct     (http://127.0.0.1:8000/v1)
+    # Ollama:     ollama serve; ollama pull qwen2.5-coder:1.5b   (http://127.0.0.1:11434/v1)
+    # llama.cpp:  llama-server -m qwen2.5-coder-1.5b.gguf        (http://127.0.0.1:8080/v1)
     MELLEA_CTX_BASE_URL=http://127.0.0.1:8080/v1 MELLEA_CTX_MODEL=qwen2.5-coder \\
-        python examples/react_openai_compatible.py
+        python examples/08_local_server.py
 
-(``OPENAI_API_KEY`` is read too; a local server needs none.) Summaries come
-from the same model, behind a threshold so they are rare. Without
-``MELLEA_CTX_BASE_URL`` it runs offline on ``ExtractiveBackend`` and says so.
+Without ``MELLEA_CTX_BASE_URL`` it runs offline on ``ExtractiveBackend`` and says so.
 """
 
 from __future__ import annotations
@@ -73,7 +78,8 @@ def main() -> None:
     )
     print(f"answer ({result.stopped} after {result.turns} turns): {result.answer}")
     print("events:", [e.kind for e in events])
-    assert result.stopped == "answer" and result.answer
+    assert result.stopped == "answer" and "5" in (result.answer or "")
+    assert "tool_called" in [e.kind for e in events]  # it read the file, not guessed
 
 
 if __name__ == "__main__":
