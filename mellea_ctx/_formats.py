@@ -661,6 +661,8 @@ def _loads(text: str, source: str) -> object:
     except json.JSONDecodeError as exc:
         msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
         raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
 
 
 def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> _Transcript:
@@ -677,7 +679,7 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
     if detected == "json" or stripped.startswith("{"):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (RecursionError, ValueError):
             data = None  # let the OpenAI reader report it, with its hints
         if data is not None and _looks_anthropic(data):
             return _parse_anthropic(data, source, text)

@@ -1,10 +1,12 @@
 """Coverage-guided fuzzing of the transcript readers with atheris (``nox -s fuzz``).
 
 Each input is a selector byte and a payload (which the selector's high bit
-expands by repeating a short unit, for deep nesting and long numbers). The payload is read as a
-transcript file (a JSON array or JSONL: the bytes go to disk as they are), as
-the parsed messages handed to ``from_openai``, or as the JSON records the
-session stores keep. Every reader must return components or raise one
+expands by repeating a short unit, for deep nesting and long numbers). The
+payload is read as a transcript file (``load_conversation`` under a ``.json``,
+``.jsonl`` or other name, ``load_anthropic``, and the command line's
+any-format reader: the bytes go to disk as they are), as parsed turns handed
+to ``from_openai`` or ``from_anthropic``, or as the JSON records the session
+stores keep. Every reader must return components or raise one
 :class:`~mellea_ctx.MelleaCtxError`; components that read must write back and
 read again to the same values. Anything else is a crash, which libFuzzer
 reports with the input that caused it.
@@ -30,6 +32,7 @@ from typing import Any
 # (pytest's --doctest-modules imports it, with or without atheris installed).
 api: Any = ModuleType("unset")
 records: Any = ModuleType("unset")
+formats: Any = ModuleType("unset")
 _FOLDER = Path()
 _SUFFIXES = (".json", ".jsonl", ".txt")
 
@@ -78,6 +81,38 @@ def _messages(payload: bytes) -> None:
     assert components == again, "from_openai is not a fixed point"
 
 
+def _anthropic_file(payload: bytes) -> None:
+    path = _FOLDER / "a.json"
+    path.write_bytes(payload)
+    try:
+        api.load_anthropic(path)
+    except api.MelleaCtxError:
+        return
+
+
+def _any_file(payload: bytes) -> None:
+    """The command line's reader: any format, detected from the name and the text."""
+    path = _FOLDER / "any.json"
+    path.write_bytes(payload)
+    try:
+        formats._read_any(path)
+    except api.MelleaCtxError:
+        return
+
+
+def _anthropic_turns(payload: bytes) -> None:
+    try:
+        turns = json.loads(payload)
+    except (ValueError, RecursionError):
+        return
+    try:
+        components = api.from_anthropic(turns)
+    except api.MelleaCtxError:
+        return
+    system, again = api.to_anthropic(components)
+    api.from_anthropic(again, system=system)
+
+
 def _records(payload: bytes) -> None:
     try:
         text = payload.decode("utf-8")
@@ -111,24 +146,31 @@ def test_one_input(data: bytes) -> None:
     selector, payload = data[0] & 0x7F, data[1:]
     if data[0] & 0x80:
         payload = _amplify(payload)
-    selector %= 5
+    selector %= 8
     if selector < 3:
         _file(payload, _SUFFIXES[selector])
     elif selector == 3:
         _messages(payload)
-    else:
+    elif selector == 4:
         _records(payload)
+    elif selector == 5:
+        _anthropic_file(payload)
+    elif selector == 6:
+        _anthropic_turns(payload)
+    else:
+        _any_file(payload)
 
 
 def main(argv: list[str]) -> None:
     """Instrument mellea_ctx, seed a corpus if none is given, and fuzz."""
-    global api, records, _FOLDER  # set once, before the first input
+    global api, records, formats, _FOLDER  # set once, before the first input
     import atheris
 
     with atheris.instrument_imports(include=["mellea_ctx"]):
         import mellea_ctx as api_module
+        import mellea_ctx._formats as formats_module
         import mellea_ctx._serialize as records_module
-    api, records = api_module, records_module
+    api, records, formats = api_module, records_module, formats_module
     _FOLDER = Path(tempfile.mkdtemp(prefix="fuzz_readers_"))
     if not any(not arg.startswith("-") for arg in argv[1:]):
         corpus = Path(tempfile.mkdtemp(prefix="fuzz_readers_corpus_"))

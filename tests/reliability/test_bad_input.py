@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -44,11 +45,14 @@ from mellea_ctx import (
     ToolMessage,
     Usage,
     dump_conversation,
+    from_anthropic,
     from_openai,
     load_conversation,
+    to_anthropic,
     to_openai,
     validate_openai,
 )
+from mellea_ctx._cli import cli
 from mellea_ctx._serialize import component_from_record, components_from_json, components_to_json
 from mellea_ctx._store import check_components
 from tests.strategies import FORGED_TEXTS, histories
@@ -167,6 +171,24 @@ class TestEveryFileReader:
         with pytest.raises(InvalidContextError) as caught:
             reader(path)
         assert str(caught.value).startswith(str(path))
+
+
+class TestCommandLine:
+    """``mellea-ctx stats`` and ``validate`` report a broken file as a usage error, no traceback."""
+
+    @pytest.mark.parametrize(
+        "data",
+        [b"[" * DEEP, b"{" + b'"a":[' * DEEP, b"[" + b"7" * 5_000 + b"]", b"[\xff]"],
+        ids=["nested array", "nested object", "long number", "bad utf8"],
+    )
+    @pytest.mark.parametrize("command", ["stats", "validate"])
+    def test_one_clear_error(self, tmp_path: Path, command: str, data: bytes) -> None:
+        """Exit status 2 and one line naming the file, from the error the readers raise."""
+        path = write(tmp_path, "t.json", data)
+        done = CliRunner().invoke(cli, [command, str(path)])
+        assert isinstance(done.exception, SystemExit), done.exception
+        assert 2 == done.exit_code
+        assert done.stderr.startswith(f"mellea-ctx: error: {path}")
 
 
 class TestRepairs:
@@ -297,6 +319,18 @@ BROKEN_CALLS: list[tuple[str, Callable[[], object], type[MelleaCtxError], str]] 
      InvalidArgumentError, "replaced_count=<list too large to show> must be an int"),
     ("Checkpoint int summary", lambda: Checkpoint(5),  # type: ignore[arg-type]
      InvalidComponentError, "Checkpoint: summary=5 must be a str"),
+    ("anthropic deep content", lambda: from_anthropic([{"role": "user", "content": [DEEP_LIST]}]),
+     InvalidContextError, "message 0: content[0]: <list too large to show> is not a content"),
+    ("anthropic big int role", lambda: from_anthropic([{"role": BIG_INT, "content": ""}]),
+     InvalidContextError, "message 0: role=<int too large to show> is not one of"),
+    ("anthropic object input", lambda: from_anthropic([{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t", "name": "f", "input": {"x": object()}}]}]),
+     InvalidContextError, "message 0: content[0]: input={'x': <object object at"),
+    ("anthropic NaN input", lambda: from_anthropic([{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t", "name": "f", "input": {"x": math.nan}}]}]),
+     InvalidContextError, "input={'x': nan} is not JSON"),
+    ("anthropic None", lambda: from_anthropic(None),  # type: ignore[arg-type]
+     InvalidArgumentError, "from_anthropic: messages=None must be a list of turns"),
     ("store deep", lambda: check_components("append", [DEEP_LIST]),
      InvalidComponentError, "append: components[0]=<list too large to show> is not a Component"),
 ]  # fmt: skip
@@ -364,9 +398,10 @@ JSON_VALUES = st.recursive(
 
 
 @st.composite
-def mutated_messages(draw: st.DrawFn) -> list[Any]:
+def mutated_messages(draw: st.DrawFn, anthropic: bool = False) -> list[Any]:
     """A valid history's messages with a few values replaced, keys dropped or messages moved."""
-    messages: list[Any] = to_openai(draw(histories(max_segments=8, text=HOSTILE_TEXT)))
+    history = draw(histories(max_segments=8, text=HOSTILE_TEXT))
+    messages: list[Any] = to_anthropic(history)[1] if anthropic else to_openai(history)
     for _ in range(draw(st.integers(1, 4))):
         paths: list[tuple[Any, Any]] = []  # (container, key) of every value
         stack: list[Any] = [messages]
@@ -435,6 +470,25 @@ class TestFuzzReaders:
         if not isinstance(result, Exception):
             problems = validate_openai(result)
             assert all(problem.startswith("message ") for problem in problems)
+
+    @given(
+        messages=mutated_messages(anthropic=True) | st.lists(JSON_VALUES, max_size=6),
+        system=st.none() | SCALARS | st.lists(SCALARS, max_size=2),
+        value=ANYTHING,
+        key=KEYS,
+        at=st.integers(0, 8),
+    )
+    def test_from_anthropic(
+        self, messages: list[Any], system: Any, value: Any, key: str, at: int
+    ) -> None:
+        """Anthropic turns: components, or one InvalidContextError / InvalidArgumentError."""
+        if messages and isinstance(messages[at % len(messages)], dict):
+            messages[at % len(messages)][key] = value
+        errors = (InvalidContextError, InvalidArgumentError)
+        result = outcome(lambda: from_anthropic(messages, system=system), *errors)
+        if not isinstance(result, Exception):  # what reads writes back, and reads again
+            system_again, turns = to_anthropic(result)
+            from_anthropic(turns, system=system_again)
 
     @given(messages=MESSAGE_LISTS, jsonl=st.booleans())
     def test_files_read_like_memory_and_lose_nothing(
