@@ -480,7 +480,7 @@ class TestForgedCheckpoints:
             if len(backend.calls) > calls and span is not None:
                 check_prompt(backend.calls[-1][0], span)
             for text in extra:
-                if ctx[len(ctx) - 1].tool_calls:
+                if len(ctx) and ctx[len(ctx) - 1].tool_calls:
                     break  # an open exchange: only its results may follow
                 ctx = ctx.add(Message("user", text))
         for component in ctx:
