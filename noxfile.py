@@ -82,6 +82,19 @@ def reliability(session: nox.Session) -> None:
     )
 
 
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Coverage-guided fuzzing of the transcript readers with atheris (not in the default run).
+
+    200,000 inputs of up to 8 KB by default (room for a number past Python's 4,300-digit
+    limit); ``nox -s fuzz -- -runs=1000000 -max_len=8192 -seed=3`` for another run (any
+    libFuzzer flag; a corpus folder to grow). A crash leaves its input as ``crash-*``.
+    """
+    session.install("-e", ".", "atheris")
+    flags = session.posargs or ["-runs=200000", "-max_len=8192"]
+    session.run("python", "tests/reliability/fuzz_readers.py", *flags)
+
+
 # mellea 0.8.0's declared dependencies (openai, ollama, nltk, math_verify with sympy,
 # rouge_score, ...) come to about 270 MB in a venv, and the modules the benchmark imports
 # (mellea.core, mellea.stdlib.components, mellea.stdlib.context) use none of them. So mellea

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from ._exceptions import InvalidContextError
+from ._exceptions import InvalidArgumentError, InvalidContextError
+from ._reprs import short_repr
 
 __all__ = [
     "anthropic_document",
@@ -149,8 +150,7 @@ def to_anthropic(components: Iterable[Component]) -> tuple[str | None, list[dict
 
 def _short(value: object, limit: int = 80) -> str:
     """Return ``repr(value)``, cut to ``limit`` characters so an error stays one line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short_repr(value, limit)
 
 
 def _result_text(content: Any, where: str) -> str:
@@ -257,7 +257,12 @@ def _turn(raw: object, where: str) -> list[Component]:
             if not isinstance(arguments, Mapping):
                 msg = f"{here}: input={_short(arguments)} must be an object (the tool's arguments)"
                 raise InvalidContextError(msg)
-            calls.append(ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False)))
+            try:
+                text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                msg = f"{here}: input={_short(arguments)} is not JSON; pass the tool's arguments"
+                raise InvalidContextError(msg) from exc
+            calls.append(ToolCall(call_id, name, text))
         elif kind == "tool_result" and role == "user":
             call_id = _nonempty(block, "tool_use_id", here)
             result = _result_text(block.get("content", ""), here)
@@ -359,6 +364,9 @@ def from_anthropic(
         [Message(role='system', content='Be brief.', tool_calls=(), images=(), name=None),
          Message(role='user', content='hi', tool_calls=(), images=(), name=None)]
     """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        msg = f"from_anthropic: messages={_short(messages)} must be a list of turns"
+        raise InvalidArgumentError(msg)
     return read_turns(list(messages), system)
 
 

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._components import Component, Role, _text, _tuple_of
+from ._components import MAX_COUNT, Component, Role, _require_str, _text, _tuple_of
 from ._exceptions import InvalidArgumentError
+from ._reprs import short_repr
 
 if TYPE_CHECKING:
     from ._context import ChatContext
@@ -37,6 +38,17 @@ def _details(value: object) -> tuple[str, ...]:
 
 def _span(value: Iterable[Component]) -> tuple[Component, ...]:
     return _tuple_of(Component, "Checkpoint", "span", value)
+
+
+def _replaced(_instance: object, _attribute: object, value: Any) -> None:
+    from ._context import ChatContext  # here: importing it at the top would be circular
+
+    if value is not None and not isinstance(value, ChatContext):
+        msg = (
+            f"Checkpoint: replaced={short_repr(value)} must be the ChatContext this checkpoint "
+            "replaced, or None"
+        )
+        raise InvalidArgumentError(msg)
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True)
@@ -71,7 +83,7 @@ class Checkpoint(Component):
     summary: str = attrs.field(validator=_text("Checkpoint", allow_empty=False))
     preserved: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_details)
     replaced: ChatContext | None = attrs.field(
-        default=None, kw_only=True, eq=False, hash=False, repr=False
+        default=None, kw_only=True, eq=False, hash=False, repr=False, validator=_replaced
     )
     span: tuple[Component, ...] = attrs.field(
         default=(), kw_only=True, eq=False, hash=False, repr=False, converter=_span
@@ -81,6 +93,14 @@ class Checkpoint(Component):
 
     @_rendered.default
     def _render(self) -> str:
+        # Defaults are computed before validators run: check what is used here first.
+        _require_str("Checkpoint", "summary", self.summary, allow_empty=False)
+        count: Any = self.replaced_count
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
+            msg = (
+                f"Checkpoint: replaced_count={short_repr(count)} must be an int from 0 to 2**63 - 1"
+            )
+            raise InvalidArgumentError(msg)
         lines = [
             CHECKPOINT_HEADER,
             f"This summarizes {self.replaced_count} earlier messages. "
@@ -92,12 +112,6 @@ class Checkpoint(Component):
             lines += ["", "Exact details from the summarized messages:"]
             lines += [f"- {detail}" for detail in self.preserved]
         return "\n".join(lines)
-
-    def __attrs_post_init__(self) -> None:
-        count: Any = self.replaced_count
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            msg = f"Checkpoint: replaced_count={count!r} must be an int >= 0"
-            raise InvalidArgumentError(msg)
 
     @property
     def role(self) -> Role:

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from ._exceptions import InvalidComponentError
+from ._reprs import short_repr
 
 __all__ = [
     "CBlock",
@@ -40,10 +41,13 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 #: Roles a plain :class:`Message` may take; tool results use :class:`ToolMessage`.
 MESSAGE_ROLES: Final = ("system", "user", "assistant")
+#: The largest count a component holds (tokens, messages): an int64, as stores and JSON
+#: readers elsewhere expect; Python's str() refuses ints past 4,300 digits anyway.
+MAX_COUNT: Final = 2**63 - 1
 
 
 def _fail(owner: str, field: str, value: object, expected: str, fix: str) -> InvalidComponentError:
-    msg = f"{owner}: {field}={value!r} {expected}; {fix}"
+    msg = f"{owner}: {field}={short_repr(value, 200)} {expected}; {fix}"
     return InvalidComponentError(msg)
 
 
@@ -103,9 +107,18 @@ def _images(value: object) -> tuple[str, ...]:
 
 
 def _json_arguments(value: object) -> object:
-    if isinstance(value, Mapping):
-        return json.dumps(dict(value))
-    return value
+    if not isinstance(value, Mapping):
+        return value
+    try:  # NaN and Infinity are not JSON: a provider would reject them
+        return json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        msg = (
+            f"ToolCall: arguments={short_repr(value)} cannot be written as JSON ({reason}); "
+            "pass a JSON string or a mapping of JSON values (str, int, finite float, bool, "
+            "None, lists and mappings of those)"
+        )
+        raise InvalidComponentError(msg) from exc
 
 
 class _TokenMemo:
@@ -164,6 +177,11 @@ class ToolCall:
         arguments: The arguments as a JSON string, as the wire format carries
             them. A mapping is accepted and serialised with :func:`json.dumps`.
 
+    Raises:
+        InvalidComponentError: For an empty ``id`` or ``name``, non-string
+            arguments, or a mapping that is not JSON (an object, ``NaN``, a
+            cycle, nesting too deep to write).
+
     Examples:
         >>> ToolCall("call_1", "read_file", {"path": "a.py"}).arguments
         '{"path": "a.py"}'
@@ -191,15 +209,18 @@ class Usage:
 
     @total_tokens.default
     def _sum(self) -> int:
+        self._check("prompt_tokens", "completion_tokens")  # before adding them up
         return self.prompt_tokens + self.completion_tokens
 
     def __attrs_post_init__(self) -> None:
-        for field in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        self._check("prompt_tokens", "completion_tokens", "total_tokens")
+
+    def _check(self, *fields: str) -> None:
+        for field in fields:
             value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise _fail(
-                    "Usage", field, value, "must be an int >= 0", "pass the provider's count"
-                )
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+                expected = "must be an int from 0 to 2**63 - 1"
+                raise _fail("Usage", field, value, expected, "pass the provider's count")
 
 
 def _message_role(_instance: object, _attribute: object, role: Any) -> None:

@@ -28,6 +28,7 @@ import attrs
 from ._anthropic_format import anthropic_document, read_turns
 from ._components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ._exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ._reprs import short_repr
 
 __all__ = [
     "Format",
@@ -60,8 +61,17 @@ _ROLE_FIXES: Final = {
 
 def _short(value: object, limit: int = 80) -> str:
     """Return ``repr(value)``, cut to ``limit`` characters so an error stays one line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short_repr(value, limit)
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why ``json.loads`` failed other than with a syntax error."""
+    if isinstance(exc, RecursionError):
+        return (
+            "the JSON nests too deeply to read; a transcript holds flat message objects, "
+            "so this is not one (or it is damaged)"
+        )
+    return f"invalid JSON ({exc})"  # e.g. a number with more than 4,300 digits
 
 
 def _fail(where: str, detail: str) -> InvalidContextError:
@@ -535,6 +545,8 @@ def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
     except json.JSONDecodeError as exc:
         msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
         raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
     if not isinstance(data, list):
         msg = (
             f"{source}: holds a JSON {type(data).__name__}, expected a JSON array of messages "
@@ -568,6 +580,8 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
                 )
             msg = f"{source} {where} column {exc.colno}: invalid JSON ({exc.msg}){hint}"
             raise InvalidContextError(msg) from exc
+        except (RecursionError, ValueError) as exc:
+            raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
         components.append(_parse_message(raw, f"{source} {where}"))
         locations.append(where)
     return _Transcript(components, "jsonl", locations)
@@ -647,6 +661,8 @@ def _loads(text: str, source: str) -> object:
     except json.JSONDecodeError as exc:
         msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
         raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
 
 
 def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> _Transcript:
@@ -663,7 +679,7 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
     if detected == "json" or stripped.startswith("{"):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (RecursionError, ValueError):
             data = None  # let the OpenAI reader report it, with its hints
         if data is not None and _looks_anthropic(data):
             return _parse_anthropic(data, source, text)

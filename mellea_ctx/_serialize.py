@@ -25,6 +25,7 @@ from ._components import (
     Usage,
 )
 from ._exceptions import InvalidComponentError
+from ._reprs import short_repr
 
 __all__ = [
     "component_from_record",
@@ -111,6 +112,9 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
         >>> component_from_record({"kind": "goal", "goal": "Fix the bug"})
         ReactInitiator(goal='Fix the bug')
     """
+    if not isinstance(record, Mapping):
+        msg = f"component record {short_repr(record)} is damaged: expected a JSON object"
+        raise InvalidComponentError(msg)
     try:
         kind = record["kind"]
         if kind == "message":
@@ -144,9 +148,10 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
                 span=[component_from_record(c) for c in record.get("span", ())],
             )
     except (KeyError, TypeError) as exc:
-        msg = f"component record {str(dict(record))[:120]!r} is damaged: missing or bad {exc}"
+        msg = f"component record {short_repr(record, 120)} is damaged: missing or bad {exc}"
         raise InvalidComponentError(msg) from exc
-    msg = f"component record has kind={record.get('kind')!r}; expected one of mellea-ctx's kinds"
+    kind = short_repr(record.get("kind"))
+    msg = f"component record has kind={kind}; expected one of mellea-ctx's kinds"
     raise InvalidComponentError(msg)
 
 
@@ -163,7 +168,14 @@ def components_from_json(text: str) -> list[Component]:
     except ValueError as exc:
         msg = f"stored components are not valid JSON ({exc})"
         raise InvalidComponentError(msg) from exc
+    except RecursionError as exc:
+        msg = "stored components nest too deeply to read; they are damaged"
+        raise InvalidComponentError(msg) from exc
     if not isinstance(records, list):
         msg = f"stored components must be a JSON array, got {type(records).__name__}"
         raise InvalidComponentError(msg)
-    return [component_from_record(record) for record in records]
+    try:
+        return [component_from_record(record) for record in records]
+    except RecursionError as exc:  # checkpoints folded into checkpoints, too deep to rebuild
+        msg = "stored components nest checkpoints too deeply to read; they are damaged"
+        raise InvalidComponentError(msg) from exc

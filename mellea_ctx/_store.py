@@ -25,6 +25,7 @@ import attrs
 
 from ._components import Component
 from ._exceptions import InvalidArgumentError, InvalidComponentError
+from ._reprs import short_repr
 from ._serialize import component_from_record, component_to_record
 
 __all__ = ["MAX_SESSION_ID_LENGTH", "SessionStore", "StoredSession"]
@@ -166,7 +167,7 @@ def check_components(
         components, Iterable
     ):
         msg = (
-            f"{owner}: components={components!r} must be a sequence of components; "
+            f"{owner}: components={short_repr(components)} must be a sequence of components; "
             "wrap a single component in a tuple"
         )
         raise InvalidArgumentError(msg)
@@ -174,7 +175,7 @@ def check_components(
     for index, item in enumerate(items):
         if not isinstance(item, Component):
             msg = (
-                f"{owner}: components[{index}]={item!r} is not a Component; "
+                f"{owner}: components[{index}]={short_repr(item)} is not a Component; "
                 "wrap text as Message('user', text)"
             )
             raise InvalidComponentError(msg)
