@@ -66,8 +66,11 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def reliability(session: nox.Session) -> None:
-    """The slow fault-injection suites (docs/reliability.md): backends, stores, cancellation."""
-    session.install("-e", ".[test]")
+    """The slow fault-injection suites (docs/reliability.md): backends, stores, cancellation.
+
+    atheris (a prebuilt wheel) lets the bounded coverage-guided run of the readers take part.
+    """
+    session.install("-e", ".[test]", "atheris")
     env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "")}
     session.run(
         "pytest",
