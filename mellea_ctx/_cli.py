@@ -70,6 +70,9 @@ FORMATS: Final[dict[str, TranscriptFormat]] = {
     "anthropic": "anthropic",
 }
 
+#: ``--boundary`` choices: where a budget compaction may begin the recent part.
+BOUNDARIES: Final = ("model_step", "user_turn")
+
 #: The model each backend uses when ``--model`` is not given.
 DEFAULT_MODELS: Final = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-6"}
 
@@ -119,6 +122,38 @@ def _tokens_option(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A click option that takes a number of tokens."""
     return click.option(*names, metavar="TOKENS", callback=_tokens, **kwargs)
+
+
+def _count_option(
+    *names: str, help: str, default: int | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A click option that takes a number of messages, N >= 0."""
+    return click.option(
+        *names,
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=default is not None,
+        metavar="N",
+        help=help,
+    )
+
+
+def _choice_option(
+    name: str, choices: Sequence[str], *, help: str, default: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A click option that takes one of ``choices``."""
+    return click.option(
+        name,
+        type=click.Choice(list(choices)),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def _format_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--format`` option: the input's format, detected by default."""
+    return click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help=help)
 
 
 def _stderr() -> Console:
@@ -317,11 +352,9 @@ Examples:
     context_settings=_CONTEXT,
 )
 @click.argument("file", required=False, metavar="[FILE]")
-@click.option(
+@_count_option(
     "-w",
     "--window",
-    type=click.IntRange(min=0),
-    metavar="N",
     help="Keep the pinned prefix and the last N messages (more when a tool exchange needs it).",
 )
 @_tokens_option("--budget", help="Summarize older dialogue when the conversation passes TOKENS.")
@@ -330,43 +363,28 @@ Examples:
     help="With --budget: recent dialogue kept verbatim, in whole steps [default: TOKENS/4].",
 )
 @click.option("--summarize", is_flag=True, help="Summarize all but the last --keep messages.")
-@click.option(
-    "--keep",
-    type=click.IntRange(min=0),
-    default=6,
-    show_default=True,
-    metavar="N",
-    help="With --summarize: recent messages kept verbatim.",
-)
-@click.option(
+@_count_option("--keep", default=6, help="With --summarize: recent messages kept verbatim.")
+@_choice_option(
     "--boundary",
-    type=click.Choice(["model_step", "user_turn"]),
+    BOUNDARIES,
     default="model_step",
-    show_default=True,
     help="With --budget: keep whole model steps (agent runs) or whole user turns.",
 )
-@click.option(
+@_choice_option(
     "--pin",
-    type=click.Choice(list(PINS)),
+    list(PINS),
     default="system",
-    show_default=True,
     help="Always keep the leading system messages, those and the first user message, or nothing.",
 )
-@click.option(
+@_choice_option(
     "--backend",
-    type=click.Choice(["offline", "openai", "anthropic"]),
+    ["offline", "openai", "anthropic"],
     default="offline",
-    show_default=True,
     help="Who writes summaries (for --budget and --summarize).",
 )
 @click.option("--model", metavar="M", help="The model for --backend openai or anthropic.")
 @click.option("--base-url", metavar="URL", help="An OpenAI- or Anthropic-compatible server.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(FORMATS)),
-    help="The input's format (and so the output's) [default: detected].",
-)
+@_format_option("The input's format (and so the output's) [default: detected].")
 @click.option(
     "-o",
     "--output",
@@ -461,38 +479,16 @@ Examples:
     context_settings=_CONTEXT,
 )
 @click.argument("file", required=False, metavar="[FILE]")
-@click.option(
-    "-w",
-    "--window",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    metavar="N",
-    help="The window strategy's size.",
-)
+@_count_option("-w", "--window", default=10, help="The window strategy's size.")
 @_tokens_option("--budget", help="The budget strategy's trigger [default: half the tokens].")
-@click.option(
-    "--keep",
-    type=click.IntRange(min=0),
-    default=6,
-    show_default=True,
-    metavar="N",
-    help="Messages the summarize strategy keeps verbatim.",
-)
-@click.option(
+@_count_option("--keep", default=6, help="Messages the summarize strategy keeps verbatim.")
+@_choice_option(
     "--boundary",
-    type=click.Choice(["model_step", "user_turn"]),
+    BOUNDARIES,
     default="model_step",
-    show_default=True,
     help="The budget strategy's unit: whole model steps or whole user turns.",
 )
-@click.option(
-    "--pin",
-    type=click.Choice(list(PINS)),
-    default="system",
-    show_default=True,
-    help="The prefix every strategy keeps.",
-)
+@_choice_option("--pin", list(PINS), default="system", help="The prefix every strategy keeps.")
 @click.option(
     "--top",
     type=click.IntRange(min=1),
@@ -501,12 +497,7 @@ Examples:
     metavar="N",
     help="How many of the largest messages to list.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(FORMATS)),
-    help="The input's format [default: detected].",
-)
+@_format_option("The input's format [default: detected].")
 def stats(
     file: str | None,
     window: int,
@@ -625,12 +616,7 @@ Examples:
 )
 @click.option("--repair", is_flag=True, help="Write a repaired conversation.")
 @click.option("-o", "--output", metavar="OUT", help="With --repair: where [default: stdout].")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(list(FORMATS)),
-    help="The input's format (and so the output's) [default: detected].",
-)
+@_format_option("The input's format (and so the output's) [default: detected].")
 def validate(
     file: str, provider: Provider | None, repair: bool, output: str | None, fmt: str | None
 ) -> None:
