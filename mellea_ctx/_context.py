@@ -549,7 +549,7 @@ class ChatContext(Sequence[Component]):
         token total; each add takes one off, and any compaction that applies
         clears it. Calling ``compact`` yourself always tries.
 
-        Example:
+        Examples:
             >>> from mellea_ctx import ChatContext, Message
             >>> ChatContext().add(Message("user", "hi")).compaction_backoff
             0

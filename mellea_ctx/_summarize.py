@@ -194,23 +194,29 @@ class LLMSummarizeCompactor:
         instructions: str | None = None,
     ) -> ChatContext:
         """Return ``ctx`` with its older body summarized (blocking; safe inside a running loop)."""
+        return self._run(ctx, backend, instructions, backoff_adds=0)
+
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """:meth:`compact`, then a failure backoff when it left ``ctx`` unchanged."""
+        if type(self).compact is not LLMSummarizeCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        return self._run(ctx, None, None, backoff_adds=self.backoff_adds)
+
+    def _run(
+        self,
+        ctx: ChatContext,
+        backend: Backend | None,
+        instructions: str | None,
+        *,
+        backoff_adds: int,
+    ) -> ChatContext:
         p, k = self.span(ctx)
         if k <= p:
             return ctx
         outcome = self._engine.run_sync(
             ctx, lambda: self._engine.replace(ctx, p, k, backend, instructions=instructions)
         )
-        return self._engine.settle(outcome)
-
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """:meth:`compact`, then a failure backoff when it left ``ctx`` unchanged."""
-        if type(self).compact is not LLMSummarizeCompactor.compact:
-            return self.compact(ctx)  # a subclass's own compact comes first
-        p, k = self.span(ctx)
-        if k <= p:
-            return ctx
-        outcome = self._engine.run_sync(ctx, lambda: self._engine.replace(ctx, p, k, None))
-        return _backed_off(self._engine.settle(outcome), ctx, self.backoff_adds)
+        return _backed_off(self._engine.settle(outcome), ctx, backoff_adds)
 
     def __repr__(self) -> str:
         return (
@@ -421,6 +427,23 @@ class TokenBudgetCompactor(InlineCompactor):
         instructions: str | None = None,
     ) -> ChatContext:
         """Blocking form of :meth:`acompact` (safe inside a running loop)."""
+        return self._run(ctx, backend, force, instructions, backoff_adds=0)
+
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """:meth:`compact`, then a failure backoff when the model call left ``ctx`` unchanged."""
+        if type(self).compact is not TokenBudgetCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        return self._run(ctx, None, False, None, backoff_adds=self.backoff_adds)
+
+    def _run(
+        self,
+        ctx: ChatContext,
+        backend: Backend | None,
+        force: bool,
+        instructions: str | None,
+        *,
+        backoff_adds: int,
+    ) -> ChatContext:
         planned = self._plan(ctx, force)
         if planned is None:
             return ctx
@@ -433,21 +456,7 @@ class TokenBudgetCompactor(InlineCompactor):
             ),
             target,
         )
-        return self._engine.settle(outcome)
-
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """:meth:`compact`, then a failure backoff when the model call left ``ctx`` unchanged."""
-        if type(self).compact is not TokenBudgetCompactor.compact:
-            return self.compact(ctx)  # a subclass's own compact comes first
-        planned = self._plan(ctx, False)
-        if planned is None:
-            return ctx
-        p, k = planned
-        target = self.target_tokens
-        outcome = self._engine.run_sync(
-            ctx, lambda: self._engine.replace(ctx, p, k, None, target=target), target
-        )
-        return _backed_off(self._engine.settle(outcome), ctx, self.backoff_adds)
+        return _backed_off(self._engine.settle(outcome), ctx, backoff_adds)
 
     def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int] | None:
         """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
@@ -477,7 +486,10 @@ def _backoff(owner: str, adds: object) -> int:
 
 
 def _backed_off(result: ChatContext, ctx: ChatContext, adds: int) -> ChatContext:
-    """``result``, or when the model call left ``ctx`` as it was, ``ctx`` backing off."""
+    """``result``, or when the model call left ``ctx`` as it was, ``ctx`` backing off.
+
+    ``adds == 0`` (a ``compact`` call of your own) returns ``result`` as it is.
+    """
     return ctx._backing_off(adds) if result is ctx else result
 
 
