@@ -5,13 +5,33 @@ The public API lives here; implementation modules are private (``_name.py``).
 
 from __future__ import annotations
 
-from ._anthropic_backend import AnthropicBackend
-from ._anthropic_format import from_anthropic, to_anthropic
-from ._backend import Backend, ScriptedBackend, ScriptedReply
-from ._bridge import run_blocking
-from ._checkpoint import CHECKPOINT_HEADER, Checkpoint
-from ._compactors import Compactor, InlineCompactor, ThresholdCompactor, WindowCompactor
-from ._components import (
+from ._agent.react import ReactResult, SessionLike, areact, react
+from ._agent.tool_search import (
+    SEARCH_TOOL_NAME,
+    DeliveredTools,
+    InMemoryMetaStore,
+    MetaStore,
+    ToolHit,
+    ToolSearch,
+)
+from ._backends.anthropic import AnthropicBackend
+from ._backends.bridge import run_blocking
+from ._backends.extractive import ExtractiveBackend
+from ._backends.openai import OpenAIBackend
+from ._backends.scripted import ScriptedBackend, ScriptedReply
+from ._compaction.events import Event, EventHook, EventKind
+from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
+from ._compaction.summarize import (
+    DEFAULT_PROMPT_TEMPLATE,
+    LLMSummarizeCompactor,
+    TokenBudgetCompactor,
+    react_summary_prompt,
+    render_conversation,
+    validate_prompt_template,
+)
+from ._compaction.window import ThresholdCompactor, WindowCompactor
+from ._core.checkpoint import CHECKPOINT_HEADER, Checkpoint
+from ._core.components import (
     CBlock,
     Component,
     Message,
@@ -22,9 +42,8 @@ from ._components import (
     ToolMessage,
     Usage,
 )
-from ._context import ChatContext
-from ._events import Event, EventHook, EventKind
-from ._exceptions import (
+from ._core.context import ChatContext
+from ._core.exceptions import (
     BackendConnectionError,
     BackendError,
     BackendTimeoutError,
@@ -45,9 +64,20 @@ from ._exceptions import (
     SummaryToolCallError,
     TokenizerDataError,
 )
-from ._extractive import ExtractiveBackend
-from ._facts import Fact, FactKind, extract_facts, missing_facts
-from ._formats import (
+from ._core.facts import Fact, FactKind, extract_facts, missing_facts
+from ._core.pins import (
+    PinPredicate,
+    pin_nothing,
+    pin_react_initiator,
+    pin_system,
+    pin_system_and_initial_user,
+)
+from ._core.protocols import Backend, Compactor, InlineCompactor
+from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
+from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
+from ._formats.anthropic import from_anthropic, to_anthropic
+from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
+from ._formats.openai import (
     dump_anthropic,
     dump_conversation,
     from_openai,
@@ -56,46 +86,17 @@ from ._formats import (
     to_openai,
     validate_openai,
 )
-from ._history import MISSING_RESULT, Provider, repair_history, validate_anthropic
-from ._openai_backend import OpenAIBackend
-from ._pins import (
-    PinPredicate,
-    pin_nothing,
-    pin_react_initiator,
-    pin_system,
-    pin_system_and_initial_user,
-)
-from ._react import ReactResult, SessionLike, areact, react
-from ._records import CompactionRecord, CompactionWarning, Outcome, RecordHook
-from ._serialize import (
+from ._formats.serialize import (
     component_from_record,
     component_to_record,
     components_from_json,
     components_to_json,
 )
-from ._sessions import Session, SessionMemory
-from ._store import SessionStore, StoredSession
-from ._store_memory import MemoryStore
-from ._store_redis import RedisStore
-from ._store_sqlite import SQLiteStore
-from ._summarize import (
-    DEFAULT_PROMPT_TEMPLATE,
-    LLMSummarizeCompactor,
-    TokenBudgetCompactor,
-    react_summary_prompt,
-    render_conversation,
-    validate_prompt_template,
-)
-from ._tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
-from ._tool_search import (
-    SEARCH_TOOL_NAME,
-    DeliveredTools,
-    InMemoryMetaStore,
-    MetaStore,
-    ToolHit,
-    ToolSearch,
-)
-from ._tools import Tool, ToolArgumentError, tool, tool_schema
+from ._sessions.memory import MemoryStore
+from ._sessions.redis import RedisStore
+from ._sessions.session import Session, SessionMemory
+from ._sessions.sqlite import SQLiteStore
+from ._sessions.store import SessionStore, StoredSession
 
 __version__ = "0.1.0.dev0"
 __all__ = [

@@ -105,7 +105,7 @@ TEXTS = (
     "42",
     "é è ü",
     "  \n\t ",
-    "src/mellea_ctx/_context.py:120",
+    "src/mellea_ctx/_core/context.py:120",
     "<|endoftext|>",
     "The quick brown fox jumps over the lazy dog, twice.",
     "call_7",

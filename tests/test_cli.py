@@ -22,7 +22,7 @@ from mellea_ctx import (
     validate_anthropic,
     validate_openai,
 )
-from mellea_ctx._cli import cli, main
+from mellea_ctx._cli.app import cli, main
 
 ROOT = Path(__file__).parents[1]
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"

@@ -252,7 +252,7 @@ class TestWindowFastPath:
         self, roles: list[str], size: int, pin: Any, inline: bool
     ) -> None:
         """The per-add path gives what the general cut gives, later system messages included."""
-        from mellea_ctx._boundaries import window_cut
+        from mellea_ctx._core.boundaries import window_cut
 
         compactor = WindowCompactor(size=size, pin_predicate=pin)
         plain = build(*[Message(r, f"{r} {i}") for i, r in enumerate(roles)])  # type: ignore[arg-type]

@@ -44,10 +44,10 @@ from mellea_ctx import (
     ScriptedBackend,
     ThresholdCompactor,
     TokenBudgetCompactor,
-    _engine,
     pin_system,
 )
-from mellea_ctx._prompts import SUMMARIZER_INSTRUCTIONS
+from mellea_ctx._compaction import engine as _engine
+from mellea_ctx._compaction.prompts import SUMMARIZER_INSTRUCTIONS
 
 from . import reference as ref
 from .strategies import (

@@ -22,13 +22,13 @@ from mellea_ctx import (
     ToolMessage,
     default_counter,
 )
-from mellea_ctx._encoding import (
+from mellea_ctx._core.encoding import (
     O200K_BASE_SHA256,
     load_o200k_base,
     parse_ranks,
     read_bundled_o200k_base,
 )
-from mellea_ctx._tokens import count_memoized
+from mellea_ctx._core.tokens import count_memoized
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

@@ -32,7 +32,7 @@ from mellea_ctx import (
     to_anthropic,
     tool,
 )
-from mellea_ctx._tool_search import DELIVERED_KEY, _terms
+from mellea_ctx._agent.tool_search import DELIVERED_KEY, _terms
 
 
 def make(name: str, description: str, *, deferred: bool = True, **arguments: str) -> Tool:

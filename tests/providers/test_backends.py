@@ -33,7 +33,7 @@ from mellea_ctx import (
     ToolCall,
     ToolMessage,
 )
-from mellea_ctx._provider_errors import map_sdk_error
+from mellea_ctx._backends.errors import map_sdk_error
 
 from .anthropic_server import AnthropicWireServer
 from .openai_server import OpenAIWireServer

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mellea_ctx import from_openai, validate_openai
-from mellea_ctx._cli import cli
+from mellea_ctx._cli.app import cli
 
 from .anthropic_server import AnthropicWireServer
 from .openai_server import OpenAIWireServer

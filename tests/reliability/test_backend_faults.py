@@ -57,8 +57,8 @@ from mellea_ctx import (
     TokenBudgetCompactor,
     ToolCall,
     ToolMessage,
-    _engine,
 )
+from mellea_ctx._compaction import engine as _engine
 
 from ..providers import (
     Action,

@@ -52,9 +52,13 @@ from mellea_ctx import (
     to_openai,
     validate_openai,
 )
-from mellea_ctx._cli import cli
-from mellea_ctx._serialize import component_from_record, components_from_json, components_to_json
-from mellea_ctx._store import check_components
+from mellea_ctx._cli.app import cli
+from mellea_ctx._formats.serialize import (
+    component_from_record,
+    components_from_json,
+    components_to_json,
+)
+from mellea_ctx._sessions.store import check_components
 from tests.strategies import FORGED_TEXTS, histories
 
 # An error message must stay readable: it names the input, it does not dump it.

@@ -49,15 +49,15 @@ from mellea_ctx import (
     TokenBudgetCompactor,
     ToolCall,
     ToolMessage,
-    _bridge,
-    _engine,
     areact,
     pin_react_initiator,
     run_blocking,
     tool,
     validate_openai,
 )
-from mellea_ctx._store import StoredSession
+from mellea_ctx._backends import bridge as _bridge
+from mellea_ctx._compaction import engine as _engine
+from mellea_ctx._sessions.store import StoredSession
 
 from ..providers import AnthropicWireServer, OpenAIWireServer, Reply
 from ..providers._wire import THREAD_PREFIX

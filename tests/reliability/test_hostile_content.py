@@ -57,7 +57,7 @@ from mellea_ctx import (
     to_openai,
     tool,
 )
-from mellea_ctx._prompts import SUMMARIZER_INSTRUCTIONS, quote
+from mellea_ctx._compaction.prompts import SUMMARIZER_INSTRUCTIONS, quote
 from tests.providers.anthropic_server import AnthropicWireServer
 from tests.providers.openai_server import OpenAIWireServer
 from tests.strategies import FORGED_TEXTS, TEXTS, histories

@@ -1,0 +1,455 @@
+"""``react``: a tool-calling agent loop that compacts between turns and never breaks a tool pair.
+
+Each turn asks the backend for one output with the history and the tools; if
+the output calls tools, they run (parallel calls included; an async tool runs
+concurrently with the others, a tool that raises becomes an error result),
+their results are added, and the next turn starts; an output without tool
+calls is the answer. Before every turn after the first, the configured
+compactor runs, with the goal pinned (``pin_react_initiator``).
+
+Two tools ride along when a compactor is configured, so the model can manage
+its own context:
+
+* ``compact_context(focus="")``: compact before the next model call, with a
+  focus the summary must keep;
+* ``recall(checkpoint=-1, start=0, count=10)``: read back, verbatim, messages
+  a checkpoint replaced.
+
+With a session (``SessionMemory.open(...)``), every finished turn is written
+to the store in one atomic write: the first one together with the goal, and
+one after a compaction as a ``replace`` of the compacted dialogue. A turn that
+fails or is cancelled writes nothing, so the store holds exactly what it held
+after the last finished turn (before the call, if none finished) and a retried
+call does not store its goal twice. The system instructions are never stored.
+
+With a :class:`~mellea_ctx.ToolSearch`, deferred tools stay out of requests
+until the model finds them with ``tool_search``; definitions delivered in a
+session are not offered twice, and a compaction resets that record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from .._backends.bridge import run_blocking
+from .._compaction.events import Event, EventHook, EventKind
+from .._compaction.records import CompactionRecord, record_sink
+from .._compaction.summarize import LLMSummarizeCompactor, TokenBudgetCompactor, render_conversation
+from .._compaction.window import ThresholdCompactor
+from .._core.checkpoint import Checkpoint
+from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
+from .._core.context import ChatContext
+from .._core.exceptions import InvalidArgumentError, InvalidContextError
+from .._core.protocols import Backend, Compactor
+from .._core.tools import Tool, tool
+from .._formats.openai import validate_openai
+from .tool_search import ToolSearch
+
+__all__ = ["ReactResult", "SessionLike", "areact", "react"]
+
+COMPACT_TOOL = "compact_context"
+RECALL_TOOL = "recall"
+
+
+class SessionLike(Protocol):
+    """What the loop needs of a session snapshot (``SessionMemory.open(...)`` returns one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def commit(self, components: Sequence[Component]) -> SessionLike:
+        """Store one finished turn atomically; return the new snapshot."""
+        ...
+
+    def replace(self, dialogue: Sequence[Component]) -> SessionLike:
+        """Store the dialogue a compaction produced; return the new snapshot."""
+        ...
+
+
+@attrs.define(frozen=True, slots=True)
+class ReactResult:
+    """How an agent loop ended.
+
+    Attributes:
+        answer: The model's final text, or ``None`` when the budget ran out.
+        ctx: The context at the end (compacted, goal pinned).
+        turns: Model calls made.
+        stopped: ``"answer"`` or ``"budget"``.
+        session: The session snapshot after the last commit, when a session was given.
+    """
+
+    answer: str | None
+    ctx: ChatContext
+    turns: int
+    stopped: Literal["answer", "budget"]
+    session: SessionLike | None = None
+
+
+@attrs.define
+class _Loop:
+    """Mutable state of one run of the loop (never shared between runs)."""
+
+    backend: Backend
+    compactor: Compactor | None
+    on_event: EventHook | None
+    session: SessionLike | None
+    turn: int = 0
+    compact_requested: bool = False
+    focus: str = ""
+    committed: list[Component] = attrs.Factory(list)
+    ctx: ChatContext | None = None
+
+    def emit(self, kind: EventKind, **fields: Any) -> None:
+        if self.on_event is None:
+            return
+        tokens = self.ctx.token_count if self.ctx is not None else None
+        session_id = self.session.session_id if self.session is not None else None
+        self.on_event(Event(kind, turn=self.turn, tokens=tokens, session_id=session_id, **fields))
+
+    def on_record(self, record: CompactionRecord) -> None:
+        outcome = record.outcome
+        kind: EventKind = (
+            "compaction_applied"
+            if outcome == "applied"
+            else "compaction_skipped"
+            if outcome == "skipped"
+            else "compaction_failed"
+        )
+        self.emit(kind, record=record, error=record.error)
+
+
+def _builtin_tools(loop: _Loop) -> list[Tool]:
+    def compact_context(focus: str = "") -> str:
+        """Compact the conversation history before your next step.
+
+        Call it when the conversation has grown long, or before a new phase of
+        work: older messages are replaced by a checkpoint summary, and the goal
+        and recent messages stay. Use recall afterwards to read exact messages back.
+
+        Args:
+            focus: What the summary must keep in particular (files, decisions, open questions).
+        """
+        loop.compact_requested = True
+        loop.focus = focus
+        return "Compaction scheduled: it runs before your next step."
+
+    def recall(checkpoint: int = -1, start: int = 0, count: int = 10) -> str:
+        """Read back, word for word, messages that a checkpoint summary replaced.
+
+        A checkpoint that folded in an earlier one is read through it: the
+        messages are the original ones, numbered from the oldest.
+
+        Args:
+            checkpoint: Which checkpoint, counting from 0 (-1: the latest).
+            start: The first replaced message to show, counting from 0.
+            count: How many messages to show (at most 50).
+        """
+        assert loop.ctx is not None
+        checkpoints = [c for c in loop.ctx if isinstance(c, Checkpoint)]
+        if not checkpoints:
+            return "There is no checkpoint in the conversation, so nothing to recall."
+        try:
+            chosen = checkpoints[checkpoint]
+        except IndexError:
+            last = len(checkpoints) - 1
+            return f"There are {last + 1} checkpoints; pass checkpoint from 0 to {last}, or -1."
+        span = _originals(chosen)
+        if not span:
+            return "This checkpoint did not keep the messages it replaced (keep_replaced=False)."
+        count = max(1, min(count, 50))
+        start = max(0, start)
+        shown = span[start : start + count]
+        number = checkpoints.index(chosen)
+        header = (
+            f"Checkpoint {number} replaced {len(span)} messages; "
+            f"showing {start} to {start + len(shown) - 1}:"
+        )
+        return header + "\n" + render_conversation(shown)
+
+    return [tool(compact_context), tool(recall)]
+
+
+def _originals(checkpoint: Checkpoint) -> list[Component]:
+    """The original messages a checkpoint stands for, through any checkpoints it folded in."""
+    found: list[Component] = []
+    for component in checkpoint.span:
+        if isinstance(component, Checkpoint) and component.span:
+            found += _originals(component)
+        else:
+            found.append(component)
+    return found
+
+
+def _own_backend(compactor: object) -> Backend | None:
+    """The backend a compactor was built with, if any (looking through a threshold gate)."""
+    if isinstance(compactor, ThresholdCompactor):
+        return _own_backend(compactor.inner)
+    settings = getattr(compactor, "settings", None)
+    return getattr(settings, "default_backend", None)
+
+
+async def _compact(
+    compactor: object, ctx: ChatContext, backend: Backend | None, *, force: bool, focus: str
+) -> ChatContext:
+    """Run ``compactor`` on ``ctx``; ``force`` bypasses thresholds (the model asked)."""
+    instructions = focus or None
+    if isinstance(compactor, TokenBudgetCompactor):
+        return await compactor.acompact(
+            ctx, backend=backend, force=force, instructions=instructions
+        )
+    if isinstance(compactor, LLMSummarizeCompactor):
+        return await compactor.acompact(ctx, backend=backend, instructions=instructions)
+    if isinstance(compactor, ThresholdCompactor):
+        if force:
+            return await _compact(compactor.inner, ctx, backend, force=True, focus=focus)
+        return await compactor.acompact(ctx, backend=backend)
+    run = getattr(compactor, "acompact", None)
+    if run is not None:
+        result: ChatContext = await run(ctx, backend=backend)
+        return result
+    compact = getattr(compactor, "compact")  # noqa: B009 - checked in areact
+    result = compact(ctx, backend=backend)
+    return result
+
+
+def _dialogue(ctx: ChatContext) -> list[Component]:
+    """The history without its leading system messages (instructions are never stored)."""
+    items = ctx.as_list()
+    start = 0
+    while start < len(items) and items[start].role == "system":
+        start += 1
+    return items[start:]
+
+
+def _commit(loop: _Loop) -> None:
+    """Write what the context gained since the last commit, or its new dialogue."""
+    if loop.session is None or loop.ctx is None:
+        return
+    dialogue = _dialogue(loop.ctx)
+    done = loop.committed
+    if dialogue[: len(done)] == done:
+        if len(dialogue) == len(done):
+            return
+        loop.session = loop.session.commit(dialogue[len(done) :])
+    else:  # a compaction rewrote the history
+        loop.session = loop.session.replace(dialogue)
+    loop.committed = dialogue
+    loop.emit("session_committed")
+
+
+async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, str | None]:
+    """Run one call; return its result text and an error description (or ``None``)."""
+    found = registry.get(call.name)
+    if found is None:
+        names = ", ".join(sorted(registry)) or "none"
+        error = f"there is no tool named {call.name!r}; the tools are: {names}"
+        return f"error: {error}", error
+    try:
+        return await found.ainvoke(call.arguments), None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool's failure is a result for the model, not a crash
+        error = f"{type(exc).__name__}: {exc}"
+        return f"error: {error}", error
+
+
+def _validate(
+    goal: object, loop_budget: object, tools: Iterable[object], compactor: object
+) -> list[Tool]:
+    if not isinstance(goal, str) or not goal.strip():
+        msg = f"react: goal={goal!r} must be a non-empty str saying what the agent should do"
+        raise InvalidArgumentError(msg)
+    if isinstance(loop_budget, bool) or not isinstance(loop_budget, int) or loop_budget < 1:
+        msg = f"react: loop_budget={loop_budget!r} must be an int >= 1 (model calls allowed)"
+        raise InvalidArgumentError(msg)
+    checked: list[Tool] = []
+    for item in tools:
+        if not isinstance(item, Tool):
+            msg = f"react: tools must be Tool values; wrap {item!r} with mellea_ctx.tool(...)"
+            raise InvalidArgumentError(msg)
+        checked.append(item)
+    names = [t.name for t in checked]
+    clashes = {n for n in names if names.count(n) > 1} | (
+        {COMPACT_TOOL, RECALL_TOOL} & set(names) if compactor is not None else set()
+    )
+    if clashes:
+        msg = (
+            f"react: tool names must be unique and not {COMPACT_TOOL}/{RECALL_TOOL} "
+            f"when a compactor is given; clash: {sorted(clashes)}"
+        )
+        raise InvalidArgumentError(msg)
+    if compactor is not None and not callable(getattr(compactor, "compact", None)):
+        msg = f"react: compactor={compactor!r} has no compact() method"
+        raise InvalidArgumentError(msg)
+    return checked
+
+
+async def areact(
+    goal: str,
+    ctx: ChatContext,
+    backend: Backend,
+    *,
+    tools: Iterable[Tool] = (),
+    compactor: Compactor | None = None,
+    loop_budget: int = 10,
+    model_options: Mapping[str, Any] | None = None,
+    on_event: EventHook | None = None,
+    session: SessionLike | None = None,
+    tool_search: ToolSearch | None = None,
+) -> ReactResult:
+    """Run the agent loop on ``goal`` (async). See :func:`react`."""
+    user_tools = _validate(goal, loop_budget, tools, compactor)
+    if tool_search is not None and not isinstance(tool_search, ToolSearch):
+        msg = f"react: tool_search={tool_search!r} must be a ToolSearch"
+        raise InvalidArgumentError(msg)
+    loop = _Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
+    builtins = _builtin_tools(loop) if compactor is not None else []
+    delivered = None
+    if tool_search is not None:
+        owner = session.session_id if session is not None else f"react-{id(loop):x}"
+        delivered = tool_search.delivered(owner)
+        user_tools += tool_search.tools
+    registry = {t.name: t for t in [*user_tools, *builtins]}
+    if tool_search is not None and delivered is not None:
+        finder = tool_search.search_tool(delivered)
+        registry[finder.name] = finder
+
+    def offered() -> list[Tool]:
+        if tool_search is None or delivered is None:
+            return [*user_tools, *builtins]
+        plain = [t for t in user_tools if t.name not in {d.name for d in tool_search.tools}]
+        return [*plain, *tool_search.offered(delivered), *builtins]
+
+    compaction_backend = None if _own_backend(compactor) is not None else backend
+    if session is not None:
+        loop.committed = _dialogue(ctx)
+    token = record_sink.set(loop.on_record)
+    try:
+        # The goal is stored with the first finished turn, not before: a call that fails
+        # or is cancelled before any turn finishes leaves the session as it was.
+        loop.ctx = ctx.add(ReactInitiator(goal))
+        for turn in range(1, loop_budget + 1):
+            loop.turn = turn
+            if compactor is not None and (turn > 1 or loop.compact_requested):
+                forced = loop.compact_requested
+                if forced:
+                    loop.emit("compaction_started")
+                before = loop.ctx
+                loop.ctx = await _compact(
+                    compactor, before, compaction_backend, force=forced, focus=loop.focus
+                )
+                loop.compact_requested, loop.focus = False, ""
+                # The compacted dialogue is stored with this turn, when it finishes.
+                if loop.ctx is not before and tool_search is not None and delivered is not None:
+                    tool_search.reset_after_compaction(delivered)
+            loop.emit("turn_started")
+            messages = loop.ctx.view_for_generation()
+            problems = validate_openai(messages)
+            if problems:
+                msg = (
+                    f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
+                )
+                raise InvalidContextError(msg)
+            tools_now = offered()
+            output = await backend.generate(
+                messages, model_options=model_options, tools=tools_now or None
+            )
+            if not isinstance(output, ModelOutputThunk):
+                msg = f"react: the backend returned {output!r}, not a ModelOutputThunk"
+                raise InvalidContextError(msg)
+            loop.ctx = loop.ctx.add(output)
+            if not output.tool_calls:
+                _commit(loop)
+                loop.emit("turn_finished")
+                return ReactResult(output.value, loop.ctx, turn, "answer", loop.session)
+            results = await asyncio.gather(
+                *(_run_tool(registry, call) for call in output.tool_calls)
+            )
+            for call, (text, error) in zip(output.tool_calls, results, strict=True):
+                loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
+                loop.emit("tool_called", tool=call.name, error=error)
+            _commit(loop)
+            loop.emit("turn_finished")
+        return ReactResult(None, loop.ctx, loop_budget, "budget", loop.session)
+    finally:
+        record_sink.reset(token)
+
+
+def react(
+    goal: str,
+    ctx: ChatContext,
+    backend: Backend,
+    *,
+    tools: Iterable[Tool] = (),
+    compactor: Compactor | None = None,
+    loop_budget: int = 10,
+    model_options: Mapping[str, Any] | None = None,
+    on_event: EventHook | None = None,
+    session: SessionLike | None = None,
+    tool_search: ToolSearch | None = None,
+) -> ReactResult:
+    """Run a tool-calling agent loop on ``goal`` and return how it ended.
+
+    The goal is added as a :class:`~mellea_ctx.ReactInitiator`; ``compactor``
+    runs before every turn after the first (pin the goal with
+    ``pin_react_initiator`` in the compactors you build for this). The history
+    sent to the backend never holds a split tool exchange.
+
+    Args:
+        goal: What the agent should achieve.
+        ctx: The context to start from (a system prompt, earlier dialogue);
+            not modified.
+        backend: The model.
+        tools: The tools the model may call (see :func:`~mellea_ctx.tool`).
+        compactor: Run between turns; also offered to the model as the
+            ``compact_context`` tool, with ``recall`` to read back what a
+            checkpoint replaced.
+        loop_budget: Model calls allowed.
+        model_options: Passed to the backend on every call.
+        on_event: Receives an :class:`~mellea_ctx.Event` for each step.
+        session: A session snapshot to write each finished turn to.
+        tool_search: Deferred tools found through a ``tool_search`` tool
+            (BM25); its catalog joins ``tools``.
+
+    Returns:
+        A :class:`ReactResult` with the answer (or ``None`` when the budget
+        ran out), the final context, and the session snapshot.
+
+    Raises:
+        InvalidArgumentError: For a bad goal, budget, tool or compactor.
+        BackendError: When the backend fails (the turn is not committed).
+        SessionConflictError: When another writer changed the session.
+
+    Examples:
+        >>> from mellea_ctx import ChatContext, ModelOutputThunk, ScriptedBackend, ToolCall, tool
+        >>> @tool
+        ... def weather(city: str) -> str:
+        ...     '''The weather in a city.'''
+        ...     return f"Sunny in {city}"
+        >>> def model(messages, options):
+        ...     if messages[-1].role == "tool":
+        ...         return messages[-1].content
+        ...     call = ToolCall("c1", "weather", '{"city": "Oslo"}')
+        ...     return ModelOutputThunk(None, tool_calls=[call])
+        >>> react("Weather in Oslo?", ChatContext(), ScriptedBackend(model), tools=[weather]).answer
+        'Sunny in Oslo'
+    """
+    return run_blocking(
+        lambda: areact(
+            goal,
+            ctx,
+            backend,
+            tools=tools,
+            compactor=compactor,
+            loop_budget=loop_budget,
+            model_options=model_options,
+            on_event=on_event,
+            session=session,
+            tool_search=tool_search,
+        ),
+        timeout=None,
+    )

@@ -1,0 +1,164 @@
+"""Map a provider SDK's exceptions to ours, at the backend boundary.
+
+The official ``openai`` and ``anthropic`` SDKs share one exception design
+(both are generated from the same toolkit): ``APITimeoutError`` under
+``APIConnectionError``, ``APIStatusError`` carrying the HTTP response, and
+``APIResponseValidationError`` for an answer that does not parse. We map by
+those roles and by HTTP status, so the dozens of status subclasses each SDK
+defines (and the ones later versions add) land in the right place:
+
+=====================================  =====================================
+SDK exception                          ours
+=====================================  =====================================
+``APITimeoutError``, HTTP 408          :class:`BackendTimeoutError`
+``APIConnectionError``                 :class:`BackendConnectionError`
+HTTP 429 (``RateLimitError`` ...)      :class:`RateLimitError`, ``retry_after``
+HTTP 409, 5xx, 529 (overloaded)        :class:`ServerError` (retryable)
+other HTTP 4xx                         :class:`RequestRejectedError`
+``APIResponseValidationError``         :class:`MalformedResponseError`
+anything else from the SDK             :class:`BackendError`
+=====================================  =====================================
+
+Two failures escape the SDKs' own hierarchy, and are mapped too: a 200
+answer whose body is not JSON raises a bare ``json.JSONDecodeError``
+(:class:`MalformedResponseError`), and some transport failures surface as the
+HTTP library's own exceptions (timeouts as :class:`BackendTimeoutError`,
+protocol and network errors as :class:`BackendConnectionError`).
+
+The backend raises the result ``from`` the SDK's exception, so the original
+stays in ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+from .._core.exceptions import (
+    BackendConnectionError,
+    BackendError,
+    BackendTimeoutError,
+    MalformedResponseError,
+    RateLimitError,
+    RequestRejectedError,
+    ServerError,
+)
+
+__all__ = ["map_provider_error", "map_sdk_error", "retry_after_seconds"]
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+# The status each SDK's named status class stands for, for an instance that
+# carries no ``status_code`` of its own (the nearest named class wins).
+_STATUS_BY_NAME = {
+    "BadRequestError": 400,
+    "AuthenticationError": 401,
+    "PermissionDeniedError": 403,
+    "NotFoundError": 404,
+    "RequestTimeoutError": 408,
+    "ConflictError": 409,
+    "UnprocessableEntityError": 422,
+    "RateLimitError": 429,
+    "InternalServerError": 500,
+    "ServiceUnavailableError": 503,
+    "OverloadedError": 529,
+}
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _STATUS_BY_NAME:
+            return _STATUS_BY_NAME[cls.__name__]
+    return None
+
+
+def _detail(exc: BaseException) -> str:
+    try:
+        return str(exc) or type(exc).__name__
+    except Exception:  # some SDK errors cannot render themselves half-built
+        return type(exc).__name__
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Return the wait a response asks for (``retry-after-ms`` or ``retry-after``), if any."""
+    if headers is None:
+        return None
+    try:
+        milliseconds = headers.get("retry-after-ms")
+        if milliseconds is not None:
+            return max(float(milliseconds) / 1000, 0.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(parsed.timestamp() - time.time(), 0.0)
+
+
+def map_sdk_error(exc: BaseException, provider: str) -> BackendError:
+    """Return our exception for ``exc``, an exception raised by a provider SDK.
+
+    Args:
+        exc: The SDK's exception.
+        provider: The provider's name, for the message (``"OpenAI"``).
+    """
+    names = _class_names(exc)
+    detail = _detail(exc)
+    status = _status(exc)
+    prefix = f"{provider}: {type(exc).__name__}"
+    if "APITimeoutError" in names or status == 408:
+        return BackendTimeoutError(f"{prefix}: no answer in time ({detail})", status_code=status)
+    if "APIConnectionError" in names:
+        return BackendConnectionError(f"{prefix}: {detail}")
+    if "APIResponseValidationError" in names:
+        return MalformedResponseError(f"{prefix}: {detail}", status_code=status)
+    if status == 429:
+        response = getattr(exc, "response", None)
+        wait = retry_after_seconds(getattr(response, "headers", None))
+        return RateLimitError(f"{prefix}: {detail}", retry_after=wait)
+    if status is not None and (status >= 500 or status == 409):
+        return ServerError(f"{prefix}: HTTP {status}: {detail}", status_code=status)
+    if status is not None and 400 <= status < 500:
+        return RequestRejectedError(f"{prefix}: HTTP {status}: {detail}", status_code=status)
+    return BackendError(f"{prefix}: {detail}", status_code=status)
+
+
+_TRANSPORT_TIMEOUTS = {"TimeoutException", "ReadTimeout", "ConnectTimeout", "PoolTimeout"}
+_TRANSPORT_FAILURES = {"TransportError", "NetworkError", "ProtocolError", "RemoteProtocolError"}
+
+
+def map_provider_error(
+    exc: BaseException, provider: str, sdk_error: type[BaseException]
+) -> BackendError | None:
+    """Return our exception for anything a provider call raised, or ``None`` to let it go.
+
+    ``sdk_error`` is the SDK's root exception class. What is neither the
+    SDK's, nor a broken body, nor a transport failure (a ``TypeError`` from a
+    bad option, say) is a bug in the caller's code and is not mapped.
+    """
+    if isinstance(exc, sdk_error):
+        return map_sdk_error(exc, provider)
+    names = _class_names(exc)
+    if names & _TRANSPORT_TIMEOUTS:
+        detail = _detail(exc)
+        return BackendTimeoutError(
+            f"{provider}: {type(exc).__name__}: no answer in time ({detail})"
+        )
+    if names & _TRANSPORT_FAILURES:
+        return BackendConnectionError(f"{provider}: {type(exc).__name__}: {_detail(exc)}")
+    if isinstance(exc, ValueError):
+        return MalformedResponseError(f"{provider}: the answer is not valid JSON ({_detail(exc)})")
+    return None

@@ -1,0 +1,353 @@
+"""``ExtractiveBackend``: an offline summarizer that needs no key, network or model.
+
+It is not a language model and does not pretend to be one. Asked to
+summarize, it picks the most informative sentences of the conversation,
+verbatim, in their original order, within a token budget, and lists the
+exact details (paths, ids, commands, numbers, user constraints) it found. It
+never invents a word: everything it writes was in its input.
+
+Sentences are scored by how much rare vocabulary they carry (a TF-IDF weight
+with each sentence as a document), with bonuses for exact details, for what
+the user said, for words that mark outcomes (``error``, ``fixed``,
+``decided``, ...), and for recency. It is what the command line's
+``--summarize`` uses by default, so the summarize strategy works on a fresh,
+offline machine.
+
+Given tools, it can also drive an agent loop offline (:meth:`ExtractiveBackend.next_step`):
+it calls each tool whose description shares words with the goal, once, then
+answers with the most informative sentences of the results. That is enough to
+run ``react`` end to end with no key and no network, and no more.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .._core.components import Component, Message, ModelOutputThunk, ReactInitiator, ToolCall, Usage
+from .._core.exceptions import InvalidArgumentError
+from .._core.facts import extract_facts
+from .._core.tokens import default_counter
+from .._core.tools import Tool
+
+__all__ = ["ExtractiveBackend"]
+
+# The transcript block: the tags stand on lines of their own (the prompt's
+# instructions may mention the tags in running text).
+_CONVERSATION = re.compile(r"^<conversation>\n(.*)\n</conversation>$", re.S | re.M)
+_HEADER = re.compile(r"^\[([^\]\n]{1,80})\] ?", re.M)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}|\d[\d.,]*")
+_OUTCOME = re.compile(
+    r"\b(?:error|errors|failed|fails|failure|fixed|fix|decided|decision|because|cause|"
+    r"root cause|resolved|done|todo|next|remaining|must|never|always|result|works|passed)\b",
+    re.I,
+)
+_STOPWORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "has",
+        "was",
+        "were",
+        "are",
+        "not",
+        "but",
+        "you",
+        "your",
+        "they",
+        "them",
+        "then",
+        "than",
+        "there",
+        "their",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "also",
+        "just",
+        "like",
+        "some",
+        "such",
+        "only",
+        "very",
+        "more",
+        "most",
+        "other",
+        "each",
+        "been",
+        "being",
+        "its",
+        "it's",
+        "let's",
+        "here",
+        "use",
+        "using",
+        "used",
+    ]
+)
+
+
+# Tools an agent loop adds for its own housekeeping; the offline agent leaves them be.
+_HOUSEKEEPING = frozenset({"compact_context", "recall", "tool_search"})
+_QUOTED = re.compile(r"[\"“']([^\"”']{1,200})[\"”']")
+_PATHLIKE = re.compile(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.[A-Za-z]{1,5}\b")
+_INTEGER = re.compile(r"-?\b\d+\b")
+_NUMBER = re.compile(r"-?\b\d+(?:\.\d+)?\b")
+
+
+def _arguments_for(chosen: Tool, goal: str) -> str:
+    """Fill a tool's required arguments from the goal's text."""
+    schema = chosen.parameters
+    properties = schema.get("properties", {})
+    values: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        kind = properties.get(name, {}).get("type")
+        enum = properties.get(name, {}).get("enum")
+        if enum:
+            values[name] = enum[0]
+        elif kind == "integer":
+            found = _INTEGER.search(goal)
+            values[name] = int(found.group(0)) if found else 1
+        elif kind == "number":
+            found = _NUMBER.search(goal)
+            values[name] = float(found.group(0)) if found else 1.0
+        elif kind == "boolean":
+            values[name] = True
+        elif kind == "array":
+            values[name] = []
+        elif kind == "object":
+            values[name] = {}
+        else:
+            quoted = _QUOTED.search(goal)
+            pathlike = _PATHLIKE.search(goal)
+            values[name] = quoted.group(1) if quoted else pathlike.group(0) if pathlike else goal
+    return json.dumps(values, ensure_ascii=False)
+
+
+@attrs.define(frozen=True, slots=True)
+class _Sentence:
+    position: int
+    speaker: str
+    text: str
+    tokens: int
+
+
+def _speaker(header: str) -> str:
+    return header.split()[0] if header else "text"
+
+
+def _sentences(text: str) -> list[_Sentence]:
+    counter = default_counter()
+    found: list[_Sentence] = []
+    headers = list(_HEADER.finditer(text))
+    spans: list[tuple[str, str]] = []
+    if not headers:
+        spans.append(("text", text))
+    else:
+        for index, header in enumerate(headers):
+            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+            spans.append((header.group(1), text[header.end() : end]))
+    for label, body in spans:
+        speaker = _speaker(label)
+        for piece in _SENTENCE_BREAK.split(body):
+            piece = piece.strip()
+            if len(piece) < 12 or not _WORD.search(piece):
+                continue
+            if len(piece) > 400:
+                piece = piece[:400].rstrip() + " …"
+            found.append(_Sentence(len(found), speaker, piece, counter.count_text(piece) + 3))
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOPWORDS]
+
+
+@attrs.define(frozen=True, slots=True)
+class ExtractiveBackend:
+    """Summarize by extraction, offline: the most informative sentences, verbatim.
+
+    It reads the conversation between ``<conversation>`` tags in the last
+    message it is given (the whole last message when there are none), and
+    answers within ``model_options["max_tokens"]`` tokens, or ``ratio`` of the
+    input's tokens when that option is absent.
+
+    Args:
+        ratio: The share of the input's tokens to aim for without a
+            ``max_tokens`` option (between 0 and 1).
+        min_tokens: The smallest budget it will work with.
+
+    Examples:
+        >>> import asyncio
+        >>> from mellea_ctx import Message
+        >>> said = "[user] Deploy to staging only. The build failed with error E42."
+        >>> prompt = Message("user", f"<conversation>\\n{said}\\n</conversation>")
+        >>> out = asyncio.run(ExtractiveBackend().generate([prompt]))
+        >>> "error E42" in out.value
+        True
+    """
+
+    ratio: float = 0.25
+    min_tokens: int = 64
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 < self.ratio <= 1:
+            msg = f"ExtractiveBackend: ratio={self.ratio!r} must be in (0, 1]; try 0.25"
+            raise InvalidArgumentError(msg)
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Summarize the conversation in the last message, or act as a simple offline agent.
+
+        Given a summary request (a ``<conversation>`` block), it summarizes. Given
+        tools and no summary request, it plays an agent: see :meth:`next_step`.
+        """
+        prompt = messages[-1].content if messages else ""
+        match = _CONVERSATION.search(prompt)
+        counter = default_counter()
+        input_tokens = sum(counter.count(message) for message in messages)
+        if match is None and tools:
+            step = self.next_step(messages, tools)
+            completion = counter.count(step)
+            usage = Usage(prompt_tokens=input_tokens, completion_tokens=completion)
+            return ModelOutputThunk(step.value, tool_calls=step.tool_calls, usage=usage)
+        text = match.group(1) if match else prompt
+        options = dict(model_options or {})
+        budget = options.get("max_tokens")
+        if not isinstance(budget, int) or budget <= 0:
+            budget = max(self.min_tokens, int(counter.count_text(text) * self.ratio))
+        summary = self.summarize(text, budget)
+        completion = counter.count_text(summary)
+        return ModelOutputThunk(
+            summary,
+            usage=Usage(prompt_tokens=input_tokens, completion_tokens=completion),
+        )
+
+    def next_step(self, messages: Sequence[Component], tools: Sequence[Tool]) -> ModelOutputThunk:
+        """Choose the next agent step offline: call one more relevant tool, or answer.
+
+        The goal is the newest ``ReactInitiator`` (else the first user
+        message); only what followed it counts. When a ``tool_search`` tool is
+        offered, it first searches with the goal. Then each tool not called
+        yet is scored by the words it shares with the goal (its name,
+        description and argument descriptions); the best one that shares any
+        is called once, its required arguments filled from the goal (a quoted
+        string, a path, a number) or with the goal itself. When no such tool
+        is left, the answer is the most informative sentences of the tool
+        results. Deterministic, and honest about being word overlap, not
+        reasoning: for demos, tests and offline runs.
+        """
+        # Call ids must be unique in the whole history, earlier goals included.
+        number = sum(1 for m in messages for _ in m.tool_calls) + 1
+        starts = [i for i, m in enumerate(messages) if isinstance(m, ReactInitiator)]
+        if starts:  # the current goal: the newest one, and only what followed it
+            goal, messages = messages[starts[-1]].content, messages[starts[-1] :]
+        else:
+            goal = next((m.content for m in messages if m.role == "user"), "")
+        called = {call.name for m in messages for call in m.tool_calls}
+        if "tool_search" not in called and any(t.name == "tool_search" for t in tools):
+            query = json.dumps({"query": goal}, ensure_ascii=False)
+            call = ToolCall(f"call_{number}", "tool_search", query)
+            return ModelOutputThunk("Searching the tool catalog.", tool_calls=[call])
+        wanted = set(_words(goal))
+        best: tuple[int, str] | None = None
+        chosen: Tool | None = None
+        for candidate in tools:
+            if candidate.name in called or candidate.name in _HOUSEKEEPING:
+                continue
+            text = " ".join(
+                [candidate.name.replace("_", " "), candidate.description, candidate.schema_json]
+            )
+            overlap = len(wanted & set(_words(text)))
+            if overlap and (best is None or (overlap, candidate.name) > best):
+                best, chosen = (overlap, candidate.name), candidate
+        if chosen is not None:
+            call = ToolCall(f"call_{number}", chosen.name, _arguments_for(chosen, goal))
+            return ModelOutputThunk(f"Calling {chosen.name}.", tool_calls=[call])
+        results = "\n".join(
+            f"[tool] {m.content}"
+            for m in messages
+            if m.tool_call_id and m.name not in _HOUSEKEEPING
+        )
+        if not results:
+            return ModelOutputThunk("No tool matched the goal, so there is nothing to report.")
+        counter = default_counter()
+        budget = max(self.min_tokens, int(counter.count_text(results) * self.ratio))
+        return ModelOutputThunk("From the tool results:\n" + self.summarize(results, budget))
+
+    def summarize(self, text: str, budget: int) -> str:
+        """Return the extractive summary of ``text`` in at most about ``budget`` tokens."""
+        sentences = _sentences(text)
+        if not sentences:
+            return ""
+        counter = default_counter()
+        facts = extract_facts([Message("user", text)], limit=12, max_chars=600)
+        detail_line = "Exact details: " + "; ".join(f.text for f in facts) if facts else ""
+        budget -= counter.count_text(detail_line) if detail_line else 0
+        documents = [set(_words(s.text)) for s in sentences]
+        frequency: Counter[str] = Counter()
+        for words in documents:
+            frequency.update(words)
+        total = len(sentences)
+        fact_texts = [f.text for f in facts]
+
+        def score(sentence: _Sentence, words: set[str]) -> float:
+            weight = sum(math.log(1 + total / frequency[w]) for w in words)
+            weight /= math.sqrt(max(len(words), 1))
+            if sentence.speaker == "user":
+                weight *= 1.6
+            elif sentence.speaker == "tool":
+                weight *= 0.7
+            if _OUTCOME.search(sentence.text):
+                weight *= 1.4
+            if any(fact in sentence.text for fact in fact_texts):
+                weight *= 1.3
+            return weight * (1 + 0.5 * sentence.position / total)
+
+        ranked = sorted(
+            zip(sentences, documents, strict=True),
+            key=lambda pair: score(*pair),
+            reverse=True,
+        )
+        chosen: list[_Sentence] = []
+        spent = 0
+        for sentence, _ in ranked:
+            if spent + sentence.tokens > budget:
+                continue
+            chosen.append(sentence)
+            spent += sentence.tokens
+        chosen.sort(key=lambda s: s.position)
+        lines = [f"- {s.speaker}: {s.text}" for s in chosen]
+        if detail_line:
+            lines.append(detail_line)
+        return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""``OpenAIBackend``: Chat Completions through the official ``openai`` SDK.
+
+Works with OpenAI and with any server that speaks the same API: vLLM,
+Ollama's ``/v1``, llama.cpp's server, LM Studio. The SDK is an optional
+dependency (``pip install 'mellea-ctx[openai]'``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
+from .._core.exceptions import InvalidArgumentError, MalformedResponseError
+from .._core.tools import Tool
+from .._formats.openai import to_openai
+from .sdk import SDKBackend, sdk_arguments
+
+__all__ = ["OpenAIBackend"]
+
+
+class OpenAIBackend(SDKBackend):
+    """A backend on the Chat Completions API of OpenAI or any compatible server.
+
+    A new ``AsyncOpenAI`` client is opened for each call and closed after
+    it, so the backend can be used from any event loop, including the
+    short-lived ones the blocking bridge makes. The SDK's own retries are off
+    by default (``max_retries=0``): the compactors retry retryable errors
+    themselves, with a bound, and two layers of retries would multiply.
+
+    Args:
+        model: The model name (``"gpt-4o-mini"``, or what your server serves).
+        api_key: The key; defaults to ``OPENAI_API_KEY``. A local server given
+            by ``base_url`` needs none.
+        base_url: The API's base URL (``http://localhost:8000/v1`` for vLLM,
+            ``http://localhost:11434/v1`` for Ollama); defaults to
+            ``OPENAI_BASE_URL`` or OpenAI's.
+        timeout: Seconds the SDK waits for one response.
+        max_retries: The SDK's own retries.
+        model_options: Defaults for every request (``temperature``,
+            ``max_tokens``...); per-call options override them.
+
+    Raises:
+        InvalidArgumentError: When the SDK is missing, or no key is given for
+            OpenAI itself.
+
+    Examples:
+        >>> backend = OpenAIBackend("qwen2.5-coder", base_url="http://127.0.0.1:8080/v1")
+        >>> backend
+        OpenAIBackend(model='qwen2.5-coder', base_url='http://127.0.0.1:8080/v1')
+    """
+
+    provider = "OpenAI"
+    sdk_module = "openai"
+    sdk_error = "OpenAIError"
+    extra = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 0,
+        model_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key is None:
+            if base_url is None:
+                msg = (
+                    "OpenAIBackend needs an API key for OpenAI: pass api_key=... or set "
+                    "OPENAI_API_KEY (a local server given by base_url needs none)"
+                )
+                raise InvalidArgumentError(msg)
+            key = "not-needed"
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_options=model_options,
+        )
+
+    async def call(
+        self,
+        sdk: Any,
+        messages: Sequence[Component],
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one Chat Completions request."""
+        if tools:
+            options["tools"] = [definition.to_openai() for definition in tools]
+        async with sdk.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        ) as client:
+            create = client.chat.completions.create
+            return await create(
+                model=self.model, messages=to_openai(messages), **sdk_arguments(create, options)
+            )
+
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the first choice: text, tool calls and usage."""
+        return _parse(response)
+
+
+def _parse(response: Any) -> ModelOutputThunk:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        msg = f"OpenAI: the response has no choices: {str(response)[:200]}"
+        raise MalformedResponseError(msg)
+    message = choices[0].message
+    calls = []
+    for call in message.tool_calls or ():
+        function = getattr(call, "function", None)
+        if function is None:
+            continue  # a custom (non-function) tool call: nothing we can replay
+        calls.append(ToolCall(call.id, function.name, function.arguments or "{}"))
+    usage = None
+    if response.usage is not None:
+        usage = Usage(
+            prompt_tokens=response.usage.prompt_tokens or 0,
+            completion_tokens=response.usage.completion_tokens or 0,
+            total_tokens=response.usage.total_tokens or 0,
+        )
+    return ModelOutputThunk(message.content, tool_calls=calls, usage=usage)

@@ -1,0 +1,86 @@
+"""``ScriptedBackend``: a backend that answers with a plain function, for users' own tests.
+
+A backend turns a list of components into one model output. Concrete
+backends (``OpenAIBackend``, ``AnthropicBackend``, the offline
+``ExtractiveBackend``) implement it; compactors that only drop components
+ignore it. Provider errors leave a backend only as our own
+:class:`~mellea_ctx.BackendError` subclasses.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Union  # Union: aliases must run on 3.10
+
+from .._core.components import Component, ModelOutputThunk
+from .._core.exceptions import InvalidArgumentError, MalformedResponseError
+from .._core.tools import Tool
+
+__all__ = ["ScriptedBackend", "ScriptedReply"]
+
+
+#: What a ``ScriptedBackend`` handler may return: text, or a full output.
+ScriptedReply = Union[str, ModelOutputThunk]  # noqa: UP007 (a runtime alias on 3.10)
+
+Handler = Callable[
+    [Sequence[Component], Mapping[str, Any]],
+    ScriptedReply | Awaitable[ScriptedReply],
+]
+
+
+class ScriptedBackend:
+    """A backend that answers with a plain function: for tests and demos.
+
+    The handler receives the messages and the model options (with the
+    offered tools, if any, under ``"tools"``) and returns a string, a
+    :class:`~mellea_ctx.ModelOutputThunk`, or an awaitable of either; it may
+    raise any :class:`~mellea_ctx.BackendError` to simulate a provider failure.
+    Every call is recorded in ``calls``.
+
+    Args:
+        handler: The function that answers.
+
+    Examples:
+        >>> import asyncio
+        >>> from mellea_ctx import Message
+        >>> backend = ScriptedBackend(lambda messages, options: f"{len(messages)} messages")
+        >>> asyncio.run(backend.generate([Message("user", "hi")])).value
+        '1 messages'
+    """
+
+    def __init__(self, handler: Handler) -> None:
+        if not callable(handler):
+            msg = (
+                f"ScriptedBackend: handler={handler!r} is not callable; "
+                "pass a function (messages, model_options) -> str"
+            )
+            raise InvalidArgumentError(msg)
+        self._handler = handler
+        self.calls: list[tuple[tuple[Component, ...], dict[str, Any]]] = []
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Return the handler's answer as a ``ModelOutputThunk``."""
+        options = dict(model_options or {})
+        if tools:
+            options["tools"] = list(tools)
+        self.calls.append((tuple(messages), options))
+        reply = self._handler(messages, options)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if isinstance(reply, ModelOutputThunk):
+            return reply
+        if isinstance(reply, str):
+            return ModelOutputThunk(reply)
+        msg = f"ScriptedBackend: the handler returned {reply!r}; return a str or a ModelOutputThunk"
+        raise MalformedResponseError(msg)
+
+    def __repr__(self) -> str:
+        name = getattr(self._handler, "__name__", repr(self._handler))
+        return f"ScriptedBackend({name})"

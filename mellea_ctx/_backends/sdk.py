@@ -1,0 +1,157 @@
+"""What the OpenAI and Anthropic backends share: settings, options, and the error boundary.
+
+A subclass names its provider, imports its SDK, makes one call and parses
+the answer; this base merges model options, renders tool definitions, and
+maps every failure of the call to our exceptions (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from .._core.components import Component, ModelOutputThunk
+from .._core.exceptions import InvalidArgumentError
+from .._core.tools import Tool
+from .errors import map_provider_error
+
+__all__ = ["SDKBackend", "sdk_arguments"]
+
+
+@functools.cache
+def _named_parameters(method: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword names ``method`` declares, or None if it takes ``**kwargs``."""
+    parameters = inspect.signature(method).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return None
+    return frozenset(parameter.name for parameter in parameters)
+
+
+def sdk_arguments(method: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``options`` as keyword arguments for the SDK's ``method``.
+
+    An SDK's ``create`` names the request fields its version knows; a field it
+    does not name (``top_k`` for vLLM through the OpenAI SDK, or ``temperature``
+    once an Anthropic SDK stopped listing it) would be a ``TypeError`` before
+    any request. Such fields go in the request body through the SDK's own
+    ``extra_body`` instead, so the server decides (and refuses a typo with a
+    400, which maps to ``BackendError``).
+    """
+    named = _named_parameters(getattr(method, "__func__", method))
+    if named is None:
+        return dict(options)
+    arguments = {key: value for key, value in options.items() if key in named}
+    unnamed = {key: value for key, value in options.items() if key not in named}
+    if unnamed and "extra_body" in named:
+        arguments["extra_body"] = {**unnamed, **dict(arguments.get("extra_body") or {})}
+    else:
+        arguments.update(unnamed)
+    return arguments
+
+
+class SDKBackend(abc.ABC):
+    """Base of the backends that call a provider through its official SDK."""
+
+    #: The provider's name, for messages.
+    provider: ClassVar[str]
+    #: The SDK's module name and its root exception class's name.
+    sdk_module: ClassVar[str]
+    sdk_error: ClassVar[str]
+    #: The extra that installs the SDK.
+    extra: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        max_retries: int,
+        model_options: Mapping[str, Any] | None,
+    ) -> None:
+        self.sdk()
+        name = type(self).__name__
+        if not isinstance(model, str) or not model:
+            msg = f"{name}: model={model!r} must be a model name"
+            raise InvalidArgumentError(msg)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            msg = f"{name}: timeout={timeout!r} must be a number of seconds > 0"
+            raise InvalidArgumentError(msg)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            msg = f"{name}: max_retries={max_retries!r} must be an int >= 0"
+            raise InvalidArgumentError(msg)
+        self.model = model
+        self.base_url = base_url
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self.model_options = _no_stream(name, "model_options", dict(model_options or {}))
+
+    @classmethod
+    def sdk(cls) -> Any:
+        """Import and return the provider's SDK module, or say how to install it."""
+        try:
+            return importlib.import_module(cls.sdk_module)
+        except ModuleNotFoundError as exc:
+            install = f"pip install 'mellea-ctx[{cls.extra}]'"
+            msg = f"{cls.__name__} needs the {cls.sdk_module} SDK: {install}"
+            raise InvalidArgumentError(msg) from exc
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Send ``messages`` (and ``tools``) to the provider and return its answer.
+
+        Raises:
+            BackendError: A subclass for each provider failure (see
+                :mod:`mellea_ctx._backends.errors`), chained to the original.
+        """
+        sdk = self.sdk()
+        options = {**self.model_options, **dict(model_options or {})}
+        _no_stream(f"{type(self).__name__}.generate", "model_options", options)
+        try:
+            response = await self.call(sdk, messages, options, tools or ())
+        except Exception as exc:
+            mapped = map_provider_error(exc, self.provider, getattr(sdk, self.sdk_error))
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return self.parse(response)
+
+    @abc.abstractmethod
+    async def call(
+        self,
+        sdk: Any,
+        messages: Sequence[Component],
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one request with a client opened (and closed) for it; return the raw response."""
+
+    @abc.abstractmethod
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the response as a ``ModelOutputThunk``; raise ``MalformedResponseError``."""
+
+
+def _no_stream(owner: str, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Refuse ``stream``: the backends read whole answers, and a stream would be sent, billed,
+    and then fail to parse."""
+    if options.get("stream"):
+        msg = (
+            f"{owner}: {name} has stream={options['stream']!r}, but the backends read whole "
+            "answers (a summary is used only once complete); drop the stream option"
+        )
+        raise InvalidArgumentError(msg)
+    return options

@@ -1,0 +1,269 @@
+"""What the command line prints: rich tables built from plain figures (no I/O here)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .._compaction.records import CompactionRecord
+from .._core.boundaries import prefix_end
+from .._core.components import Component, Message
+from .._core.context import ChatContext
+from .._core.pins import PinPredicate
+from .._core.tokens import TokenCounter, count_memoized
+
+__all__ = ["compact_report", "problems_table", "stats_report"]
+
+
+def _encoding(ctx: ChatContext) -> str:
+    encoding = getattr(getattr(ctx.counter, "encoding", None), "name", None)
+    return str(encoding) if encoding else type(ctx.counter).__name__
+
+
+def _by_role(components: Sequence[Component]) -> str:
+    roles = Counter(component.role for component in components)
+    return ", ".join(f"{count} {role}" for role, count in sorted(roles.items()))
+
+
+def _setting(strategy: str, options: dict[str, Any]) -> str:
+    if strategy == "window":
+        return f"--window {options['window']}"
+    if strategy == "budget":
+        keep = options["keep_recent"]
+        recent = f" --keep-recent {keep:,}" if keep is not None else ""
+        return f"--budget {options['budget']:,}{recent} --boundary {options['boundary']}"
+    return f"--summarize --keep {options['keep']}"
+
+
+def _note(
+    ctx: ChatContext,
+    compacted: ChatContext,
+    strategy: str,
+    options: dict[str, Any],
+    pin: PinPredicate,
+    record: CompactionRecord | None,
+) -> str:
+    if record is not None and record.outcome != "applied":
+        return f"nothing compacted: {record.reason}"
+    if strategy == "window":
+        if compacted is ctx:
+            return f"already within --window {options['window']}"
+        kept = compacted.as_list()
+        body = len(kept) - prefix_end(kept, pin)
+        if body > options["window"]:
+            return f"window widened to {body}: tool exchanges are kept whole"
+        return ""
+    if record is None:
+        return "already within the budget" if strategy == "budget" else "nothing to summarize"
+    return ""
+
+
+def compact_report(
+    ctx: ChatContext,
+    compacted: ChatContext,
+    *,
+    strategy: str,
+    options: dict[str, Any],
+    pin: PinPredicate,
+    record: CompactionRecord | None,
+) -> RenderableType:
+    """Return the before/after table ``compact`` prints."""
+    before, after = ctx.as_list(), compacted.as_list()
+    kept = {id(component) for component in after}
+    removed = [component for component in before if id(component) not in kept]
+    original = {id(component) for component in before}
+    added = [component for component in after if id(component) not in original]
+    title = Text(f"mellea-ctx compact: {_setting(strategy, options)}", style="bold")
+    figures = Table()
+    figures.add_column("")
+    figures.add_column("before", justify="right")
+    figures.add_column("after", justify="right")
+    figures.add_row("messages", f"{len(before):,}", f"{len(after):,}")
+    figures.add_row(
+        f"tokens ({_encoding(ctx)})", f"{ctx.token_count:,}", f"{compacted.token_count:,}"
+    )
+    details = Table.grid(padding=(0, 2))
+    details.add_column(style="bold")
+    details.add_column()
+    counter = ctx.counter
+    if removed:
+        tokens = sum(count_memoized(counter, component) for component in removed)
+        details.add_row(
+            "removed", f"{len(removed):,} messages ({_by_role(removed)}), {tokens:,} tokens"
+        )
+    else:
+        details.add_row("removed", "nothing")
+    if added:
+        details.add_row("added", f"{len(added)} checkpoint (a summary, sent as a user message)")
+    if record is not None and record.outcome == "applied":
+        details.add_row(
+            "details preserved",
+            f"{len(record.facts_checked)} exact details (paths, ids, numbers, commands) "
+            f"checked; {len(record.facts_carried)} the summary lost, carried over verbatim",
+        )
+    elif strategy == "window":
+        details.add_row("details preserved", "kept messages are unchanged; nothing is summarized")
+    pairs = "intact" if any(c.tool_calls for c in before) else "no tool calls"
+    details.add_row("tool pairs", pairs)
+    note = _note(ctx, compacted, strategy, options, pin, record)
+    if note:
+        details.add_row("note", note)
+    return Group(title, figures, details)
+
+
+def problems_table(
+    source: str,
+    provider: str,
+    located: Sequence[tuple[str, str]],
+    count: int,
+    *,
+    repaired: int | None = None,
+) -> RenderableType:
+    """Return what ``validate`` prints: the problems found, or the changes a repair made."""
+    if repaired is not None:
+        title = (
+            f"{source}: repaired for {provider}: {len(located)} change"
+            f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} messages"
+        )
+    elif not located:
+        return Text(f"{source}: valid for {provider} ({count:,} messages)")
+    else:
+        title = (
+            f"{source}: {len(located)} problem{'' if len(located) == 1 else 's'} "
+            f"for {provider} ({count:,} messages)"
+        )
+    if not located:
+        return Text(f"{title}: the history was already valid")
+    table = Table()
+    table.add_column("where", no_wrap=True)
+    table.add_column("change" if repaired is not None else "problem")
+    for where, text in located:
+        table.add_row(where, text)
+    return Group(Text(title), table)
+
+
+def _call_tokens(counter: TokenCounter, component: Component) -> dict[str, tuple[str, int]]:
+    """Return call id -> (tool name, tokens the call adds to its message)."""
+    bare = counter.count(Message("assistant", ""))
+    return {
+        call.id: (call.name, counter.count(Message("assistant", "", tool_calls=(call,))) - bare)
+        for call in component.tool_calls
+    }
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def stats_report(
+    ctx: ChatContext,
+    *,
+    source: str,
+    fmt: str,
+    locations: Sequence[str],
+    problems: dict[str, list[tuple[int, str]]],
+    spans: Sequence[tuple[str, str, tuple[int, int, str]]],
+    top: int,
+) -> RenderableType:
+    """Return the tables ``stats`` prints."""
+    items = ctx.as_list()
+    counter = ctx.counter
+    sizes = [count_memoized(counter, component) for component in items]
+    total = ctx.token_count
+    shown = {"json": "OpenAI JSON", "jsonl": "OpenAI JSONL", "anthropic": "Anthropic Messages"}
+    head = Text(
+        f"{source} ({shown.get(fmt, fmt)})\n"
+        f"{len(items):,} messages, {total:,} tokens ({_encoding(ctx)})"
+    )
+
+    roles = Table(title="tokens by role", title_justify="left")
+    for name, justify in (("role", "left"), ("messages", "right"), ("tokens", "right")):
+        roles.add_column(name, justify=justify)  # type: ignore[arg-type]
+    roles.add_column("share", justify="right")
+    by_role: dict[str, list[int]] = {}
+    for component, size in zip(items, sizes, strict=True):
+        entry = by_role.setdefault(component.role, [0, 0])
+        entry[0] += 1
+        entry[1] += size
+    for role, (count, tokens) in sorted(by_role.items(), key=lambda kv: -kv[1][1]):
+        share = f"{tokens / total:.0%}" if total else "-"
+        roles.add_row(role, f"{count:,}", f"{tokens:,}", share)
+
+    names: dict[str, str] = {}
+    tools: dict[str, list[int]] = {}  # name -> [calls, call tokens, results, result tokens]
+    for component, size in zip(items, sizes, strict=True):
+        for call_id, (name, tokens) in _call_tokens(counter, component).items():
+            names[call_id] = name
+            entry = tools.setdefault(name, [0, 0, 0, 0])
+            entry[0] += 1
+            entry[1] += tokens
+        if component.tool_call_id is not None:
+            name = names.get(component.tool_call_id, "(unknown call)")
+            entry = tools.setdefault(name, [0, 0, 0, 0])
+            entry[2] += 1
+            entry[3] += size
+    by_tool = Table(title="tokens by tool", title_justify="left")
+    by_tool.add_column("tool")
+    for name in ("calls", "call tokens", "results", "result tokens"):
+        by_tool.add_column(name, justify="right")
+    for name, (calls, call_tokens, results, result_tokens) in sorted(
+        tools.items(), key=lambda kv: -(kv[1][1] + kv[1][3])
+    ):
+        by_tool.add_row(
+            name, f"{calls:,}", f"{call_tokens:,}", f"{results:,}", f"{result_tokens:,}"
+        )
+    if not tools:
+        by_tool.add_row("(no tool calls)", "0", "0", "0", "0")
+
+    largest = Table(title=f"largest {min(top, len(items))} messages", title_justify="left")
+    largest.add_column("where", no_wrap=True, min_width=10)
+    largest.add_column("role", no_wrap=True, max_width=30)
+    largest.add_column("tokens", justify="right", no_wrap=True, min_width=6)
+    largest.add_column("text", overflow="ellipsis", no_wrap=True, max_width=28)
+    order = sorted(range(len(items)), key=lambda i: (-sizes[i], i))[:top]
+    for index in order:
+        component = items[index]
+        role = component.role
+        if component.tool_call_id is not None:
+            role = f"tool ({names.get(component.tool_call_id, '?')})"
+        elif component.tool_calls:
+            role = f"{role} (calls {', '.join(c.name for c in component.tool_calls)})"
+        largest.add_row(locations[index], role, f"{sizes[index]:,}", _preview(component.content))
+
+    validity = Table(title="tool calls and results", title_justify="left")
+    validity.add_column("provider")
+    validity.add_column("status")
+    validity.add_column("first problem")
+    for provider, found in problems.items():
+        if not found:
+            validity.add_row(provider, "valid", "")
+            continue
+        index, text = found[0]
+        status = f"{len(found)} problem{'' if len(found) == 1 else 's'}"
+        validity.add_row(provider, status, f"{locations[index]}: {text}")
+
+    cuts = Table(title="where each strategy would cut", title_justify="left")
+    for name, justify in (
+        ("strategy", "left"),
+        ("setting", "left"),
+        ("cuts", "left"),
+        ("kept tokens", "right"),
+    ):
+        cuts.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for strategy, setting, (p, k, reason) in spans:
+        if k <= p:
+            cuts.add_row(strategy, setting, f"no cut: {reason}", f"{total:,}")
+            continue
+        span_tokens = sum(sizes[p:k])
+        verb = "drops" if strategy == "window" else "summarizes"
+        where = f"{locations[p]} to {locations[k - 1]}" if k - p > 1 else locations[p]
+        text = f"{verb} {k - p:,} messages ({span_tokens:,} tokens): {where}"
+        kept = f"{total - span_tokens:,}" + ("" if strategy == "window" else " + summary")
+        cuts.add_row(strategy, setting, text, kept)
+    return Group(head, roles, by_tool, largest, validity, cuts)

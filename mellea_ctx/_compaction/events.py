@@ -1,0 +1,69 @@
+"""Events: one small hook through which the agent loop says what happened.
+
+Pass any callable that takes an :class:`Event` as ``on_event``: a list's
+``append`` in tests, a logger call, a progress bar. Nothing else is needed;
+no logging framework is involved.
+
+========================  ====================================================
+kind                      when
+========================  ====================================================
+``turn_started``          before the model is asked, once per turn
+``turn_finished``         after the turn's output and tool results are in
+``tool_called``           after each tool ran (``error`` set when it raised)
+``compaction_started``    before a compaction the loop runs
+``compaction_applied``    a checkpoint or a cut replaced history
+``compaction_skipped``    there was nothing worth compacting
+``compaction_failed``     the backend or the summary failed; context unchanged
+``session_committed``     a turn was written to the session store
+========================  ====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import attrs
+
+from .records import CompactionRecord
+
+__all__ = ["Event", "EventHook", "EventKind"]
+
+EventKind = Literal[
+    "turn_started",
+    "turn_finished",
+    "tool_called",
+    "compaction_started",
+    "compaction_applied",
+    "compaction_skipped",
+    "compaction_failed",
+    "session_committed",
+]
+
+
+@attrs.define(frozen=True, slots=True)
+class Event:
+    """Something the agent loop did.
+
+    Attributes:
+        kind: What happened (see the table in this module).
+        turn: The loop's turn number, from 1.
+        tool: The tool's name, for ``tool_called``.
+        error: What went wrong, for a failed tool or compaction.
+        record: The compaction's record, for ``compaction_*`` events a
+            summarizing compactor reported.
+        tokens: The context's token total when the event was emitted.
+        session_id: The session, when the loop writes to one.
+    """
+
+    kind: EventKind
+    turn: int = 0
+    tool: str | None = None
+    error: str | None = None
+    record: CompactionRecord | None = None
+    tokens: int | None = None
+    session_id: str | None = None
+
+
+#: A callable that receives each event.
+EventHook = Callable[[Event], None]

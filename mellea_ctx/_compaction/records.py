@@ -1,0 +1,77 @@
+"""Compaction records: what each compaction did, for callers who want to know.
+
+Every summarizing compaction, applied or not, produces one
+:class:`CompactionRecord` and hands it to the compactor's ``on_record``
+callback. A failed or skipped compaction also leaves the context unchanged
+(the very same object), so the record is the only trace it leaves; failures
+also raise a :class:`CompactionWarning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Literal
+
+import attrs
+
+from .._core.facts import Fact
+
+__all__ = ["CompactionRecord", "CompactionWarning", "Outcome", "RecordHook", "record_sink"]
+
+Outcome = Literal["applied", "skipped", "failed", "cancelled"]
+
+
+class CompactionWarning(UserWarning):
+    """A compaction failed and the context was left as it was."""
+
+
+@attrs.define(frozen=True, slots=True)
+class CompactionRecord:
+    """What one compaction did.
+
+    Attributes:
+        strategy: The compactor's class name.
+        outcome: ``applied``, ``skipped`` (nothing worth doing, or the summary
+            was not smaller), ``failed`` (the backend or the summary failed) or
+            ``cancelled``.
+        reason: A sentence saying why, for anything but ``applied``.
+        components_before: Components in the context before.
+        components_after: Components after (equal to before unless applied).
+        tokens_before: Token total before.
+        tokens_after: Token total after.
+        removed: Components the checkpoint replaced.
+        seconds: Wall time spent, model call included.
+        facts_checked: Exact details looked for in the summary.
+        facts_carried: The ones the summary lost, carried over verbatim.
+        over_target: The result (for an outcome other than ``applied``, the
+            context left as it was) is above the compactor's target size.
+        error: The error's ``repr`` when the outcome is ``failed``.
+        attempts: Requests sent to the backend, retries included (``0`` when
+            no model was called, or the bridge's safety net gave up first).
+    """
+
+    strategy: str
+    outcome: Outcome
+    reason: str = ""
+    components_before: int = 0
+    components_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    facts_checked: tuple[Fact, ...] = ()
+    facts_carried: tuple[Fact, ...] = ()
+    over_target: bool = False
+    error: str | None = None
+    attempts: int = 0
+
+
+#: A callback that receives each record.
+RecordHook = Callable[[CompactionRecord], None]
+
+#: Where records also go while it is set: an agent loop points it at its event
+#: hook for the compactions it runs, so records reach events without the
+#: compactor being built with ``on_record``. Context variables follow the
+#: bridge into its worker thread, so this works for ``compact()`` too.
+record_sink: ContextVar[RecordHook | None] = ContextVar("mellea_ctx_record_sink", default=None)

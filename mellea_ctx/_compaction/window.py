@@ -1,0 +1,241 @@
+"""The compactors that need no model: the window, and the threshold gate.
+
+A compactor takes a context and returns a smaller one. It never changes its
+input: it builds a new context (sharing everything it keeps) and returns the
+very same object when there is nothing to do. The result carries the input's
+compactor, so a context that compacts itself keeps doing so after every add.
+
+``InlineCompactor`` marks the compactors that may ride inside a context
+(``ChatContext(compactor=...)``), because they never call a model on every
+add: :class:`WindowCompactor` calls none, :class:`ThresholdCompactor` calls its
+inner compactor only when the context has grown past a threshold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from .._core.boundaries import prefix_end, window_cut
+from .._core.exceptions import InvalidArgumentError
+from .._core.pins import PinPredicate, is_prefix_stable, pin_system
+from .._core.protocols import Compactor, InlineCompactor
+
+if TYPE_CHECKING:
+    from .._core.context import ChatContext
+    from .._core.protocols import Backend
+
+__all__ = ["ThresholdCompactor", "WindowCompactor"]
+
+
+def _validate_pin(owner: str, pin_predicate: object) -> None:
+    if not callable(pin_predicate):
+        msg = (
+            f"{owner}: pin_predicate={pin_predicate!r} is not callable; "
+            "pass a function such as pin_system or pin_nothing"
+        )
+        raise InvalidArgumentError(msg)
+
+
+@attrs.define(frozen=True, slots=True)
+class WindowCompactor(InlineCompactor):
+    """Keep the pinned prefix and the last ``size`` body components.
+
+    The prefix is what ``pin_predicate`` protects (by default the leading
+    system messages); ``size`` counts only what follows it. A tool exchange
+    (an assistant tool call and the results answering it) is never split: when
+    the window's edge falls inside one, the window widens to keep the whole
+    exchange, so the result holds the last ``size`` body components or the
+    smallest superset of them that keeps every exchange whole. An exchange
+    still waiting for its results is never dropped.
+
+    Riding inside a context, each add costs O(1) whatever ``size`` is: the
+    oldest body component is dropped by moving a slice bound, not by
+    rebuilding the window.
+
+    Args:
+        size: Body components to keep. ``0`` keeps only the pinned prefix (and
+            any exchange still waiting for results).
+        pin_predicate: Where the protected prefix ends; see
+            :func:`~mellea_ctx.pin_system`.
+
+    Raises:
+        InvalidArgumentError: When ``size`` is not an int >= 0.
+
+    Examples:
+        >>> from mellea_ctx import ChatContext, Message
+        >>> ctx = ChatContext(compactor=WindowCompactor(size=1))
+        >>> ctx = ctx.add(Message("system", "Be brief."))
+        >>> for text in ["a", "b", "c"]:
+        ...     ctx = ctx.add(Message("user", text))
+        >>> [c.content for c in ctx.as_list()]
+        ['Be brief.', 'c']
+    """
+
+    size: int
+    pin_predicate: PinPredicate = pin_system
+
+    def __attrs_post_init__(self) -> None:
+        size = self.size
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            msg = (
+                f"WindowCompactor: size={size!r} must be an int >= 0; "
+                "pass 0 to keep only the pinned prefix"
+            )
+            raise InvalidArgumentError(msg)
+        _validate_pin("WindowCompactor", self.pin_predicate)
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``ctx`` cut to its prefix and last ``size`` body components.
+
+        Returns ``ctx`` itself when the body already fits. ``backend`` is unused.
+        """
+        size = self.size
+        head, buf, start = ctx._head, ctx._buf, ctx._start
+        n = len(head) + ctx._end - start
+        if n <= size:
+            return ctx
+        if ctx._loose or size == 0:
+            p, k = window_cut(ctx, size, self.pin_predicate, loose=ctx._loose)
+        else:
+            # The per-add path of an inline window, kept free of calls: in a
+            # contiguous history a cut before ``k`` is unsafe exactly when the
+            # component at ``k`` is a tool result (see _boundaries.py).
+            pin = self.pin_predicate
+            p = n
+            if is_prefix_stable(pin):
+                # Its answer on the first few components holds for the whole
+                # history as long as it stops short of their end.
+                front = [*head, *buf[start : start + 2]]
+                p = prefix_end(front, pin)
+                if p >= len(front):
+                    p = n
+            if p == n:
+                p = prefix_end(ctx, pin)
+            k = n - size
+            hl = len(head)
+            while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
+                k -= 1
+        if k <= p:
+            return ctx
+        return ctx._replace(p, k)
+
+
+Measure = Literal["tokens", "usage"]
+
+
+@attrs.define(frozen=True, slots=True)
+class ThresholdCompactor(InlineCompactor):
+    """Run ``inner`` only when the context has grown past ``threshold`` tokens.
+
+    By default the gate reads the context's exact running token total
+    (``ctx.token_count``): no lag, and right after ``inner`` has compacted it
+    reads the new, smaller total, so it does not fire again until the context
+    has really grown back. While a cheap upper bound of the total (UTF-8
+    bytes plus framing, for the default counter) is under the threshold, the
+    gate decides without encoding anything: far from the threshold an add
+    costs about as much as a plain add; near it, one encode of the added
+    component.
+
+    ``measure="usage"`` reads instead the ``total_tokens`` a provider last
+    reported (on a ``ModelOutputThunk``), for provider-exact figures. That
+    reading lags by the components added since the model last answered, and
+    it is discarded by every compaction (it described the longer history), so
+    the gate stays closed until the model reports again.
+
+    Args:
+        inner: The compactor to run; it may be one that calls a model, such as
+            an ``LLMSummarizeCompactor``, since the gate keeps its calls rare.
+        threshold: Fire when the reading exceeds this many tokens. ``0`` or a
+            negative value disables the gate (``inner`` never runs).
+        measure: ``"tokens"`` (exact, the default) or ``"usage"``.
+
+    Raises:
+        InvalidArgumentError: For a non-int threshold, an unknown measure, or an
+            ``inner`` without a ``compact`` method.
+
+    Examples:
+        >>> from mellea_ctx import ChatContext, Message, WindowCompactor
+        >>> gate = ThresholdCompactor(WindowCompactor(size=1), threshold=20)
+        >>> ctx = ChatContext(compactor=gate)
+        >>> ctx = ctx.add(Message("user", "short"))
+        >>> ctx = ctx.add(Message("user", "still short"))
+        >>> len(ctx)  # 14 tokens: under the threshold
+        2
+        >>> len(ctx.add(Message("user", "and now the history is over twenty tokens")))
+        1
+    """
+
+    inner: Compactor
+    threshold: int = attrs.field(kw_only=True)
+    measure: Measure = attrs.field(default="tokens", kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if not callable(getattr(self.inner, "compact", None)):
+            msg = (
+                f"ThresholdCompactor: inner={self.inner!r} has no compact() method; "
+                "pass a compactor such as WindowCompactor(size=20)"
+            )
+            raise InvalidArgumentError(msg)
+        threshold = self.threshold
+        if not isinstance(threshold, int) or isinstance(threshold, bool):
+            msg = (
+                f"ThresholdCompactor: threshold={threshold!r} must be an int "
+                "(tokens); pass 0 to disable the gate"
+            )
+            raise InvalidArgumentError(msg)
+        if self.measure not in ("tokens", "usage"):
+            msg = (
+                f"ThresholdCompactor: measure={self.measure!r} must be 'tokens' "
+                "(exact running total) or 'usage' (provider-reported)"
+            )
+            raise InvalidArgumentError(msg)
+
+    def reading(self, ctx: ChatContext) -> int | None:
+        """Return the size the gate compares with ``threshold`` (``None``: no reading yet)."""
+        if self.measure == "tokens":
+            return ctx.token_count
+        return ctx.last_usage_tokens
+
+    def due(self, ctx: ChatContext) -> bool:
+        """Return whether the reading of ``ctx`` is past the threshold."""
+        threshold = self.threshold
+        if threshold <= 0:
+            return False
+        if self.measure == "usage":
+            reading = ctx.last_usage_tokens
+            return reading is not None and reading > threshold
+        # Under the threshold by a cheap upper bound: under it exactly, with no encode.
+        if ctx._token_bound() <= threshold:
+            return False
+        return ctx.token_count > threshold
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""
+        if not self.due(ctx):
+            return ctx
+        return self.inner.compact(ctx, backend=backend)
+
+    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
+        """Run ``inner`` as an inline compactor would, so its failure backoff applies."""
+        if type(self).compact is not ThresholdCompactor.compact:
+            return self.compact(ctx)  # a subclass's own compact comes first
+        if not self.due(ctx):
+            return ctx
+        inner = self.inner
+        on_add = getattr(inner, "_compact_on_add", None)
+        if on_add is not None:  # ours: it falls back to a subclass's own compact
+            result: ChatContext = on_add(ctx)
+            return result
+        return inner.compact(ctx)
+
+    async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
+        if not self.due(ctx):
+            return ctx
+        inner_async = getattr(self.inner, "acompact", None)
+        if inner_async is not None:
+            result: ChatContext = await inner_async(ctx, backend=backend)
+            return result
+        return self.inner.compact(ctx, backend=backend)

@@ -1,0 +1,164 @@
+"""Where a history may be cut without breaking a tool exchange.
+
+A *cut* at index ``k`` keeps ``items[k:]`` and drops what lies before it (down
+to the pinned prefix). A cut is *safe* when no tool call ends up on one side
+and one of its results on the other. Concretely, for a tool exchange (an
+assistant component with tool calls, followed by the results that answer
+them, parallel calls included) a cut may fall before the call or after the
+last result, never in between. An *open* exchange, whose calls are not all
+answered yet and which ends the history, may not be cut at all: its results
+are still to come and would arrive as orphans.
+
+Every provider wants tool results right after the assistant message that
+called them. In such a *contiguous* history a cut before ``items[k]`` is
+unsafe exactly when ``items[k]`` is a tool result, an O(1) test. A history
+where a result stands apart from its call (which no provider accepts) is
+*loose*; there the answer comes from matching call ids over the whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .components import Component
+from .exceptions import InvalidArgumentError
+from .pins import PinPredicate
+
+__all__ = [
+    "is_safe_cut",
+    "is_tool_result",
+    "prefix_end",
+    "safe_cut_table",
+    "turn_start",
+    "window_cut",
+]
+
+
+def is_tool_result(component: Component) -> bool:
+    """Return whether ``component`` answers a tool call."""
+    return component.tool_call_id is not None
+
+
+def _trailing_exchange_is_open(items: Sequence[Component]) -> bool:
+    """Return whether the history ends in an exchange still waiting for results."""
+    answered: set[str] = set()
+    index = len(items) - 1
+    while index >= 0 and is_tool_result(items[index]):
+        call_id = items[index].tool_call_id
+        assert call_id is not None
+        answered.add(call_id)
+        index -= 1
+    if index < 0:
+        return False
+    calls = items[index].tool_calls
+    return bool(calls) and any(call.id not in answered for call in calls)
+
+
+def safe_cut_table(items: Sequence[Component]) -> list[bool]:
+    """Return ``table`` with ``table[k]`` true when a cut at ``k`` is safe, for 0 <= k <= n.
+
+    Works on any history, loose ones included, by matching call ids: O(n).
+    """
+    n = len(items)
+    reach = list(range(n))  # reach[c]: the last index that must stay with index c
+    call_at: dict[str, int] = {}
+    for index, component in enumerate(items):
+        for call in component.tool_calls:
+            call_at[call.id] = index
+        call_id = component.tool_call_id
+        if call_id is not None and call_id in call_at:
+            origin = call_at[call_id]
+            if reach[origin] < index:
+                reach[origin] = index
+    if n and _trailing_exchange_is_open(items):
+        last_call = n - 1
+        while is_tool_result(items[last_call]):
+            last_call -= 1
+        reach[last_call] = n
+    table = [True] * (n + 1)
+    furthest = -1
+    for k in range(n + 1):
+        if furthest >= k:
+            table[k] = False
+        if k < n and reach[k] > furthest:
+            furthest = reach[k]
+    return table
+
+
+def is_safe_cut(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
+    """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history."""
+    return _safe(items, len(items), k, table)
+
+
+def _safe(items: Sequence[Component], n: int, k: int, table: list[bool] | None) -> bool:
+    if table is not None:
+        return table[k]
+    if k < n:
+        return items[k].tool_call_id is None  # not a tool result
+    return not _trailing_exchange_is_open(items)
+
+
+def prefix_end(
+    items: Sequence[Component],
+    pin_predicate: PinPredicate,
+    table: list[bool] | None = None,
+) -> int:
+    """Return the end of the protected prefix, moved forward past any split exchange.
+
+    Raises:
+        InvalidArgumentError: When the predicate returns something other than
+            an int between 0 and ``len(items)``.
+    """
+    end = pin_predicate(items)
+    n = len(items)
+    if end.__class__ is not int or not 0 <= end <= n:
+        name = getattr(pin_predicate, "__name__", repr(pin_predicate))
+        msg = (
+            f"pin predicate {name} returned {end!r} for {n} components; "
+            f"it must return an int between 0 and {n}"
+        )
+        raise InvalidArgumentError(msg)
+    while end < n and not _safe(items, n, end, table):
+        end += 1
+    return end
+
+
+def window_cut(
+    items: Sequence[Component],
+    size: int,
+    pin_predicate: PinPredicate,
+    *,
+    loose: bool,
+) -> tuple[int, int]:
+    """Return ``(p, k)``: keep ``items[:p]`` and ``items[k:]``, drop ``items[p:k]``.
+
+    ``p`` is the end of the protected prefix. ``k`` keeps the last ``size``
+    body components, moved back to the nearest safe cut so that a tool
+    exchange is kept whole: the result is the smallest safe superset of the
+    last ``size``. ``k == p`` means nothing can be dropped.
+    """
+    n = len(items)
+    if n <= size:
+        return 0, 0  # fits even with nothing pinned: no need to ask the predicate
+    table = safe_cut_table(items) if loose else None
+    p = prefix_end(items, pin_predicate, table)
+    if n - p <= size:
+        return p, p
+    k = n - size
+    while k > p and not _safe(items, n, k, table):
+        k -= 1
+    return p, k
+
+
+def turn_start(items: Sequence[Component]) -> int:
+    """Return the index where the last user turn begins (0 when there is no user turn).
+
+    A user turn begins at a user-role component that is not a tool result: a
+    user :class:`~mellea_ctx.Message`, a :class:`~mellea_ctx.CBlock`, or a
+    :class:`~mellea_ctx.ReactInitiator`.
+    """
+    for index in range(len(items) - 1, -1, -1):
+        component = items[index]
+        if component.role == "user" and not is_tool_result(component):
+            return index
+    return 0

@@ -1,0 +1,139 @@
+"""The compaction checkpoint: one component that stands for the history it replaced.
+
+A checkpoint is sent to the model as a user message (never with system
+authority) that says plainly it is a summary of earlier conversation, then
+the summary, then any exact details the summary lost, carried over verbatim.
+It keeps a handle to the exact context it replaced, so compaction can be
+undone (``restore()``) or a span looked up again; contexts are immutable and
+share their components, so the handle costs no copy.
+
+Compactors recognise an earlier checkpoint by its type, never by its text, so
+a user message that imitates the checkpoint header is treated as the user
+text it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .components import MAX_COUNT, Component, Role, _require_str, _text, _tuple_of
+from .exceptions import InvalidArgumentError
+from .reprs import short_repr
+
+if TYPE_CHECKING:
+    from .context import ChatContext
+
+__all__ = ["CHECKPOINT_HEADER", "Checkpoint"]
+
+#: The first line of every checkpoint's content.
+CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
+
+
+def _details(value: object) -> tuple[str, ...]:
+    return _tuple_of(str, "Checkpoint", "preserved", value)
+
+
+def _span(value: Iterable[Component]) -> tuple[Component, ...]:
+    return _tuple_of(Component, "Checkpoint", "span", value)
+
+
+def _replaced(_instance: object, _attribute: object, value: Any) -> None:
+    from .context import ChatContext  # here: importing it at the top would be circular
+
+    if value is not None and not isinstance(value, ChatContext):
+        msg = (
+            f"Checkpoint: replaced={short_repr(value)} must be the ChatContext this checkpoint "
+            "replaced, or None"
+        )
+        raise InvalidArgumentError(msg)
+
+
+@attrs.define(frozen=True, slots=True, cache_hash=True)
+class Checkpoint(Component):
+    """A summary that replaced part of a conversation.
+
+    Args:
+        summary: The summary text.
+        preserved: Exact details (paths, ids, numbers, commands, user
+            constraints) from the replaced span that the summary did not
+            contain, carried over verbatim.
+        replaced: The context as it was just before this checkpoint replaced
+            part of it. ``None`` when it is not available (for example, a
+            checkpoint read back from a transcript file).
+        span: The components this checkpoint replaced, exactly (an earlier
+            checkpoint among them stands for its own span). Kept by session
+            stores, so ``recall`` still works after a restart.
+        replaced_count: How many original messages the checkpoint stands for.
+
+    Examples:
+        >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
+        >>> print(cp.content)
+        [Checkpoint: earlier conversation, compacted]
+        This summarizes 12 earlier messages. It records what happened; it gives no instructions.
+        <BLANKLINE>
+        Fixed the parser.
+        <BLANKLINE>
+        Exact details from the summarized messages:
+        - src/parse.py
+    """
+
+    summary: str = attrs.field(validator=_text("Checkpoint", allow_empty=False))
+    preserved: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_details)
+    replaced: ChatContext | None = attrs.field(
+        default=None, kw_only=True, eq=False, hash=False, repr=False, validator=_replaced
+    )
+    span: tuple[Component, ...] = attrs.field(
+        default=(), kw_only=True, eq=False, hash=False, repr=False, converter=_span
+    )
+    replaced_count: int = attrs.field(default=0, kw_only=True)
+    _rendered: str = attrs.field(init=False, eq=False, hash=False, repr=False)
+
+    @_rendered.default
+    def _render(self) -> str:
+        # Defaults are computed before validators run: check what is used here first.
+        _require_str("Checkpoint", "summary", self.summary, allow_empty=False)
+        count: Any = self.replaced_count
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
+            msg = (
+                f"Checkpoint: replaced_count={short_repr(count)} must be an int from 0 to 2**63 - 1"
+            )
+            raise InvalidArgumentError(msg)
+        lines = [
+            CHECKPOINT_HEADER,
+            f"This summarizes {self.replaced_count} earlier messages. "
+            "It records what happened; it gives no instructions.",
+            "",
+            self.summary.strip(),
+        ]
+        if self.preserved:
+            lines += ["", "Exact details from the summarized messages:"]
+            lines += [f"- {detail}" for detail in self.preserved]
+        return "\n".join(lines)
+
+    @property
+    def role(self) -> Role:
+        """Always ``"user"``: a checkpoint never speaks with system authority."""
+        return "user"
+
+    @property
+    def content(self) -> str:
+        """The header, the summary and the preserved details, as sent to the model."""
+        return self._rendered
+
+    def restore(self) -> ChatContext:
+        """Return the exact context this checkpoint replaced.
+
+        Raises:
+            InvalidArgumentError: When the checkpoint holds no handle (it was
+                built without one, or read back from a file).
+        """
+        if self.replaced is None:
+            msg = (
+                "this Checkpoint holds no replaced context (it was built without one or read "
+                "from a transcript); only checkpoints made by a compactor can be restored"
+            )
+            raise InvalidArgumentError(msg)
+        return self.replaced

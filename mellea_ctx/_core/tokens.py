@@ -1,0 +1,189 @@
+"""Counting tokens the way a provider bills them.
+
+A :class:`TokenCounter` turns one component into a token count. The default,
+:class:`TiktokenCounter`, encodes text with tiktoken's ``o200k_base`` (the
+GPT-4o family's vocabulary), loaded offline, and adds the per-message overhead
+of OpenAI's chat format. Pass any object with a ``count(component) -> int``
+method to use a provider's own tokenizer instead.
+
+Counts are memoized on the component itself, per counter: components are
+immutable, so a session encodes each message once however often its total is
+read. :func:`count_memoized` is that cached path.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import attrs
+
+from .components import Component
+from .encoding import load_o200k_base
+from .exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = [
+    "REPLY_PRIMING_TOKENS",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_memoized",
+    "default_counter",
+]
+
+#: Tokens OpenAI's chat format adds once per request to prime the reply.
+#: Not part of any component, so not part of ``ChatContext.token_count``.
+REPLY_PRIMING_TOKENS = 3
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens one component costs in a request.
+
+    Implementations must be deterministic: the same component always gets the
+    same count, because counts are memoized per component.
+    """
+
+    def count(self, component: Component) -> int:
+        """Return the tokens ``component`` adds to a request."""
+        ...
+
+
+@attrs.define(frozen=True, slots=True)
+class TiktokenCounter:
+    """The default counter: tiktoken ``o200k_base`` plus OpenAI's chat overhead.
+
+    A message costs ``per_message`` tokens of framing, plus its role, its
+    content, and ``per_name`` more tokens with its name when it has one (the
+    formula OpenAI documents for chat models). On top of that:
+
+    * each tool call costs its function name, its JSON arguments and
+      ``per_tool_call`` tokens of framing (providers do not publish this
+      framing; 3 is an estimate);
+    * each image costs ``image_tokens``: 765 is what OpenAI bills a
+      1024x1024 image at high detail, a bound for most screenshots. Images
+      are not downloaded or measured.
+
+    Text is encoded with ``encode_ordinary``, so text that looks like a
+    special token (``<|endoftext|>``) is counted as the text it is.
+
+    Args:
+        per_message: Framing tokens per message.
+        per_name: Extra tokens when a message carries a ``name``.
+        per_tool_call: Framing tokens per tool call.
+        image_tokens: Tokens charged per attached image.
+
+    Examples:
+        >>> from mellea_ctx import Message
+        >>> TiktokenCounter().count(Message("user", "Hello there"))
+        6
+    """
+
+    per_message: int = 3
+    per_name: int = 1
+    per_tool_call: int = 3
+    image_tokens: int = 765
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("per_message", "per_name", "per_tool_call", "image_tokens"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                msg = f"TiktokenCounter: {field}={value!r} must be an int >= 0"
+                raise InvalidArgumentError(msg)
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The ``o200k_base`` encoding, loaded on first use and shared by every counter."""
+        return load_o200k_base()
+
+    def count_text(self, text: str) -> int:
+        """Return the number of ``o200k_base`` tokens in ``text``.
+
+        Examples:
+            >>> TiktokenCounter().count_text("Hello there")
+            2
+        """
+        return len(self.encoding.encode_ordinary(text)) if text else 0
+
+    def count(self, component: Component) -> int:
+        """Return the tokens ``component`` costs, framing included (not memoized)."""
+        encode = load_o200k_base().encode_ordinary
+        # Each role name is a single o200k_base token.
+        total = self.per_message + 1
+        text = component.content
+        if text:
+            total += len(encode(text))
+        name = component.name
+        if name:
+            total += self.per_name + len(encode(name))
+        for call in component.tool_calls:
+            total += self.per_tool_call + len(encode(call.name)) + len(encode(call.arguments))
+        images = component.images
+        if images:
+            total += self.image_tokens * len(images)
+        return total
+
+    def bound(self, component: Component) -> int:
+        """Return an upper bound of :meth:`count` without encoding anything.
+
+        Every ``o200k_base`` token covers at least one byte of UTF-8 text, so
+        the text's byte length bounds its token count; framing is added as
+        :meth:`count` adds it. Costs a length, not an encode.
+
+        Examples:
+            >>> from mellea_ctx import Message
+            >>> m = Message("user", "Hello there")
+            >>> TiktokenCounter().count(m) <= TiktokenCounter().bound(m)
+            True
+        """
+        total = self.per_message + 1 + _utf8_length(component.content)
+        name = component.name
+        if name:
+            total += self.per_name + _utf8_length(name)
+        for call in component.tool_calls:
+            total += self.per_tool_call + _utf8_length(call.name) + _utf8_length(call.arguments)
+        images = component.images
+        if images:
+            total += self.image_tokens * len(images)
+        return total
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+@functools.cache
+def default_counter() -> TiktokenCounter:
+    """Return the process-wide default :class:`TiktokenCounter`."""
+    return TiktokenCounter()
+
+
+def count_memoized(counter: TokenCounter, component: Component) -> int:
+    """Return ``counter.count(component)``, computing it at most once per pair.
+
+    The count is cached on the component (a hidden slot that is not an attrs
+    field, so invisible to equality, hashing, ``asdict`` and pickling), keyed by
+    the counter's identity.
+    """
+    memo: tuple[tuple[object, int], ...] = getattr(component, "_token_memo", ())
+    for owner, tokens in memo:
+        if owner is counter:
+            return tokens
+    tokens = counter.count(component)
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        msg = (
+            f"{type(counter).__name__}.count({component!r}) returned {tokens!r}; "
+            "a TokenCounter must return an int >= 0"
+        )
+        raise InvalidArgumentError(msg)
+    # A benign race: two threads may both compute and store the same number.
+    object.__setattr__(component, "_token_memo", (*memo, (counter, tokens)))
+    return tokens
+
+
+def count_all(counter: TokenCounter, components: Iterable[Component]) -> int:
+    """Return the memoized total of ``components`` under ``counter``."""
+    return sum(count_memoized(counter, component) for component in components)

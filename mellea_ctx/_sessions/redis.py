@@ -1,0 +1,365 @@
+"""``RedisStore``: sessions in Redis, shared by many workers on many machines.
+
+Per session, four keys under the prefix: ``{id}:version`` (an integer),
+``{id}:log`` (a list of lossless JSON records, oldest first), ``{id}:meta``
+(a hash) and ``{id}:writes`` (the ids of the last few writes, see below). The
+braces are a Redis Cluster hash tag, so one session's keys live in one slot
+and a script may touch all of them.
+
+``append`` and ``replace`` each run as one Lua script (``EVALSHA``, loaded
+again by redis-py if the server forgot it): the version check and the write
+happen inside the server with no other command in between, so they are atomic
+for every client of that server, wherever it runs. A worker that dies before
+its script reached the server leaves no trace of it; a command the server
+received only in part is never run. ``load`` reads the keys in one
+``MULTI``/``EXEC`` transaction, a consistent snapshot.
+
+Each write carries a random id, and the script remembers the ids of the
+session's last :data:`_REMEMBERED_WRITES` writes. redis-py sends a command
+again after a broken connection (by default from redis-py 6 on, or with a
+``Retry`` you configure), so a write the server
+applied but whose reply was lost arrives twice: the second copy finds its own
+id and answers the version the first one wrote, instead of a
+:class:`~mellea_ctx.SessionConflictError` that would make the caller redo,
+and so store twice, a turn that is already stored.
+
+Durability is the server's. With ``appendonly yes`` and ``appendfsync
+always``, Redis writes and syncs its append-only file before it replies, so
+every acknowledged write survives a crash of the server or the machine (on a
+full disk the server exits rather than acknowledge a write it could not
+save). With ``appendfsync everysec`` (Redis's default once ``appendonly`` is
+on), the file is synced once a second, and while a sync is running Redis
+acknowledges writes it has not yet written to the file: a crash of the
+machine, or of the server process itself when its disk is slow, can lose up
+to about two seconds of acknowledged writes (what remains is an earlier
+state, whole). A full disk makes it refuse writes (``MISCONF``) until space
+is freed. With the append-only file off, writes last until the next RDB
+snapshot, or, with persistence off, as long as the server process.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from .._core.components import Component
+from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .store import (
+    StoredSession,
+    check_components,
+    check_meta,
+    check_session_id,
+    check_version,
+    dump_record,
+    load_record,
+)
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["RedisStore"]
+
+#: How many write ids a session remembers, to recognise a write sent again.
+_REMEMBERED_WRITES: Final = 16
+
+# KEYS: version, log, writes. ARGV: expected version, this write's id, then the records.
+# Returns {1, new version} when written (or when this very write was applied before and is
+# being sent again), {0, current version} on a conflict. Records are pushed in chunks:
+# unpack() of thousands of values overflows Lua's stack.
+_SCRIPT: Final = """
+local raw = redis.call('GET', KEYS[1])
+local current = 0
+if raw then current = tonumber(raw) end
+if current == nil then
+  return redis.error_reply('session version key ' .. KEYS[1] .. ' does not hold an integer')
+end
+if current ~= tonumber(ARGV[1]) then
+  local mine = ARGV[2] .. ' '
+  for _, done in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+    if string.sub(done, 1, #mine) == mine then
+      return {1, tonumber(string.sub(done, #mine + 1))}
+    end
+  end
+  return {0, current}
+end
+%s
+for i = 3, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local version = redis.call('INCR', KEYS[1])
+redis.call('LPUSH', KEYS[3], ARGV[2] .. ' ' .. version)
+redis.call('LTRIM', KEYS[3], 0, %d)
+return {1, version}
+"""
+
+_APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
+
+# The same, but the log is emptied first; it may be left empty.
+_REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError as exc:
+        msg = (
+            "RedisStore needs the redis package (redis-py), which is not installed; "
+            "install it with: pip install 'mellea-ctx[redis]'"
+        )
+        raise ImportError(msg) from exc
+    return redis
+
+
+def _shown_url(url: str) -> str:
+    """``url`` without its password, to name the server in messages and reprs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _shown_client(client: Any) -> str:
+    """Where a caller's client connects (host, port, db; never its credentials)."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None) or {}
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    if "host" in kwargs:
+        return f"redis://{kwargs['host']}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+    return f"a {type(client).__name__} client"
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+class RedisStore:
+    """A :class:`~mellea_ctx.SessionStore` on a Redis server, shared by many workers.
+
+    Point every worker, on any machine, at the same server and prefix: each
+    write checks the session's version and writes inside one Lua script, so
+    two workers that loaded the same snapshot cannot both extend it.
+
+    Args:
+        url: The server, as ``redis://[:password@]host:port/db``, ``rediss://``
+            for TLS, or ``unix:///path/to/redis.sock``. Connections are made
+            on first use.
+        prefix: Put before every key, so several applications (or tests) can
+            share one database.
+        client: A ``redis.Redis`` client to use instead of ``url`` (bytes or
+            decoded responses both work). The store does not close it.
+
+    Raises:
+        ImportError: When redis-py is not installed (``pip install 'mellea-ctx[redis]'``).
+        InvalidArgumentError: For a URL redis-py cannot read, or a prefix that
+            is not a str.
+
+    Examples:
+        >>> store = RedisStore("redis://127.0.0.1:6379/0", prefix="myapp:")  # connects lazily
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "mellea-ctx:",
+        client: redis.Redis | None = None,
+    ) -> None:
+        module = _import_redis()
+        if not isinstance(prefix, str):
+            msg = f"RedisStore: prefix={prefix!r} must be a str; pass e.g. 'myapp:'"
+            raise InvalidArgumentError(msg)
+        if client is None:
+            if not isinstance(url, str):
+                msg = f"RedisStore: url={url!r} must be a str such as 'redis://127.0.0.1:6379/0'"
+                raise InvalidArgumentError(msg)
+            try:
+                client = module.Redis.from_url(url)
+            except ValueError as exc:
+                msg = (
+                    f"RedisStore: url={url!r} is not a Redis URL ({exc}); pass "
+                    "'redis://host:port/db', 'rediss://...' for TLS, or 'unix:///path.sock'"
+                )
+                raise InvalidArgumentError(msg) from exc
+            self._owns_client = True
+            self._where = _shown_url(url)
+        else:
+            self._owns_client = False
+            self._where = _shown_client(client)
+        self._client: Any = client
+        self._prefix = prefix
+        self._redis_error: type[Exception] = module.RedisError
+        self._append = self._client.register_script(_APPEND)
+        self._replace = self._client.register_script(_REPLACE)
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of every key this store writes."""
+        return self._prefix
+
+    # -- the store protocol -------------------------------------------------------
+
+    def load(self, session_id: str) -> StoredSession:
+        """Return the session's version, dialogue and metadata, read in one transaction.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the server cannot be reached or answers an error.
+            InvalidComponentError: When a stored record is damaged.
+        """
+        check_session_id("RedisStore.load", session_id)
+        version_key, log_key, meta_key, _ = self._keys(session_id)
+        with self._errors("load", session_id):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.get(version_key)
+            pipe.lrange(log_key, 0, -1)
+            pipe.hgetall(meta_key)
+            raw_version, records, raw_meta = pipe.execute()
+        version = 0 if raw_version is None else int(raw_version)
+        components = tuple(load_record(record) for record in records)
+        meta = {_text(key): _text(value) for key, value in raw_meta.items()}
+        return StoredSession(version, components, meta)
+
+    def append(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Append ``components`` if the session is at ``expected_version``; return the new version.
+
+        One Lua script: the whole batch is stored, or none of it.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version, or no components.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.append"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        return self._write(self._append, "append", session_id, expected_version, records)
+
+    def replace(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Replace the dialogue if the session is at ``expected_version``; return the new version.
+
+        One Lua script: readers see the old dialogue or the new one, never a mix.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.replace"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components)]
+        return self._write(self._replace, "replace", session_id, expected_version, records)
+
+    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
+        """Set one metadata key, or delete it when ``value`` is ``None``.
+
+        Raises:
+            InvalidArgumentError: For a bad session id, key or value.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        owner = "RedisStore.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        meta_key = self._keys(session_id)[2]
+        with self._errors("set_meta", session_id):
+            if value is None:
+                self._client.hdel(meta_key, key)
+            else:
+                self._client.hset(meta_key, key, value)
+
+    def clear(self, session_id: str) -> None:
+        """Forget the session: its keys go in one ``DEL``.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.clear", session_id)
+        with self._errors("clear", session_id):
+            self._client.delete(*self._keys(session_id))
+
+    # -- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connections of the client this store made (a client passed in is left open)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RedisStore {self._where} prefix={self._prefix!r}>"
+
+    # -- internals ------------------------------------------------------------------
+
+    def _keys(self, session_id: str) -> tuple[str, str, str, str]:
+        base = f"{self._prefix}{{{session_id}}}"
+        return f"{base}:version", f"{base}:log", f"{base}:meta", f"{base}:writes"
+
+    def _write(
+        self,
+        script: Any,
+        operation: str,
+        session_id: str,
+        expected_version: int,
+        records: list[str],
+    ) -> int:
+        version_key, log_key, _, writes_key = self._keys(session_id)
+        write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
+        with self._errors(operation, session_id):
+            written, version = script(
+                keys=[version_key, log_key, writes_key], args=[expected_version, write_id, *records]
+            )
+        if not written:
+            raise SessionConflictError(session_id, expected_version, int(version))
+        return int(version)
+
+    @contextmanager
+    def _errors(self, operation: str, session_id: str) -> Iterator[None]:
+        try:
+            yield
+        except self._redis_error as exc:
+            text = str(exc)
+            if "maxmemory" in text:
+                advice = (
+                    "the server is at its maxmemory and refused the write, so nothing was "
+                    "written: raise maxmemory or clear old sessions, then retry"
+                )
+            elif "MISCONF" in text:
+                advice = (
+                    "the server cannot save to its disk (full, or not writable) and refuses "
+                    "writes, so nothing was written: free space on the server's disk, then retry"
+                )
+            elif operation in ("append", "replace"):
+                advice = (
+                    "if the connection broke after the server received the write, it may be "
+                    "stored: check that the server is up, then reload the session and look "
+                    "for this turn before writing it again"
+                )
+            else:
+                advice = (
+                    "check that the server is up and reachable, then reload the session "
+                    "before writing again"
+                )
+            msg = (
+                f"RedisStore({self._where}): {operation} on session {session_id!r} failed: "
+                f"{type(exc).__name__}: {exc}; {advice}"
+            )
+            raise SessionStoreError(msg) from exc

@@ -1,0 +1,435 @@
+"""``SQLiteStore``: sessions in one SQLite file, the durable default.
+
+Layout: one row per session (``version``, ``length``), one row per stored
+component (its lossless JSON record, keyed by session and position), one row
+per metadata key. An append inserts only the new rows, so a turn costs the
+same whatever the length of the session.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction: it takes the file's
+write lock first, then reads the version, checks it, writes, and commits. A
+process killed anywhere in between leaves no trace of the write: SQLite
+rolls an uncommitted transaction back when the file is next opened. The file
+is in WAL mode, so readers never wait for a writer, with ``synchronous=FULL``,
+so a committed turn survives a power cut, not only a crash.
+
+Connections are per thread (and per process: a connection inherited through
+``fork`` is never used), so any number of threads and processes on one
+machine can share the file. WAL needs shared memory between those processes,
+so the file must be on a local disk, not a network share.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from .._core.components import Component
+from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .store import (
+    StoredSession,
+    check_components,
+    check_meta,
+    check_session_id,
+    check_version,
+    dump_record,
+    load_record,
+)
+
+__all__ = ["SQLiteStore"]
+
+#: The layout this module reads and writes, kept in the file's ``user_version``.
+SCHEMA_VERSION: Final = 1
+
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        length INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS components (
+        session_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (session_id, position)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS meta (
+        session_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (session_id, key)
+    ) WITHOUT ROWID""",
+)
+#: SQLite's result code for a full disk (``sqlite3.SQLITE_FULL``, named only from Python 3.11).
+_SQLITE_FULL: Final = 13
+
+_SAVE_HEAD: Final = (
+    "INSERT INTO sessions (session_id, version, length) VALUES (?, ?, ?) "
+    "ON CONFLICT (session_id) DO UPDATE SET version = excluded.version, length = excluded.length"
+)
+
+
+# Connections a forked child inherited; kept referenced so they are never closed there.
+_INHERITED: list[_Handle] = []
+
+
+class _Handle:
+    """One thread's connection; weakly referenced, so it closes when its thread ends."""
+
+    __slots__ = ("__weakref__", "connection", "pid")
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.pid = os.getpid()
+
+
+class SQLiteStore:
+    """A :class:`~mellea_ctx.SessionStore` in one SQLite file: durable, for one machine.
+
+    Safe to share across threads and processes: each write is one atomic
+    transaction with the version check inside it, and a process killed in
+    the middle of a write leaves the file as it was before that write.
+
+    Args:
+        path: The database file; created, with its tables, when missing. Use
+            a file of its own (the store keeps its layout version in the
+            file's ``user_version``).
+        timeout: Seconds a write waits for another writer's lock before
+            raising :class:`~mellea_ctx.SessionStoreError`.
+
+    Raises:
+        InvalidArgumentError: For ``":memory:"`` or an empty path (each
+            connection would see a database of its own: use
+            :class:`~mellea_ctx.MemoryStore`), or a ``timeout`` that is not
+            a number > 0.
+        SessionStoreError: When the file cannot be opened or holds a layout
+            from another version of mellea-ctx.
+
+    Examples:
+        >>> import tempfile, os
+        >>> from mellea_ctx import Message
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with SQLiteStore(os.path.join(tmp, "sessions.db")) as store:
+        ...         store.append("s1", [Message("user", "hi")], expected_version=0)
+        ...         store.load("s1").version
+        1
+        1
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            msg = f"SQLiteStore: path={path!r} must be a str or a path; pass the database file"
+            raise InvalidArgumentError(msg)
+        name = os.fspath(path)
+        if name in ("", ":memory:") or name.startswith("file::memory:"):
+            msg = (
+                f"SQLiteStore: path={name!r} would give each connection a database of its own; "
+                "pass a file path, or use MemoryStore() for sessions that live in memory"
+            )
+            raise InvalidArgumentError(msg)
+        if (
+            not isinstance(timeout, (int, float))
+            or isinstance(timeout, bool)
+            or not timeout > 0
+            or timeout == float("inf")
+        ):
+            msg = (
+                f"SQLiteStore: timeout={timeout!r} must be a number of seconds > 0; "
+                "pass how long a write may wait for another writer, e.g. 5.0"
+            )
+            raise InvalidArgumentError(msg)
+        self._path = name
+        self._timeout = float(timeout)
+        self._local = threading.local()
+        self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
+        self._handles_lock = threading.Lock()
+        self._closed = False
+        with self._read("open the file") as connection:
+            (layout,) = connection.execute("PRAGMA user_version").fetchone()
+        if layout == 0:  # a new file: create the tables, unless another process just did
+            with self._write("set up the file") as connection:
+                self._set_up(connection)
+        elif layout != SCHEMA_VERSION:
+            raise self._layout_error(layout)
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    # -- the store protocol -------------------------------------------------------
+
+    def load(self, session_id: str) -> StoredSession:
+        """Return the session's version, dialogue and metadata, from one read snapshot.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the file cannot be read or the session's
+                rows do not add up.
+            InvalidComponentError: When a stored record is damaged.
+        """
+        check_session_id("SQLiteStore.load", session_id)
+        with self._read("load") as connection:
+            version, length = self._head(connection, session_id)
+            records = connection.execute(
+                "SELECT record FROM components WHERE session_id = ? ORDER BY position",
+                (session_id,),
+            ).fetchall()
+            meta = connection.execute(
+                "SELECT key, value FROM meta WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        if len(records) != length:
+            msg = (
+                f"SQLiteStore({self._path!r}): session {session_id!r} should hold {length} "
+                f"components but holds {len(records)}; the file was changed outside "
+                "mellea-ctx: restore it from a backup or clear the session"
+            )
+            raise SessionStoreError(msg)
+        components = tuple(load_record(record) for (record,) in records)
+        return StoredSession(version, components, dict(meta))
+
+    def append(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Append ``components`` if the session is at ``expected_version``; return the new version.
+
+        One transaction: the whole batch is stored, or none of it.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version, or no components.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the file stays locked past ``timeout`` or
+                cannot be written.
+        """
+        owner = "SQLiteStore.append"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        with self._write("append") as connection:
+            version, length = self._head(connection, session_id)
+            if version != expected_version:
+                raise SessionConflictError(session_id, expected_version, version)
+            connection.executemany(
+                "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
+                [(session_id, length + i, record) for i, record in enumerate(records)],
+            )
+            connection.execute(_SAVE_HEAD, (session_id, version + 1, length + len(records)))
+        return version + 1
+
+    def replace(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Replace the dialogue if the session is at ``expected_version``; return the new version.
+
+        One transaction: readers see the old dialogue or the new one, never a mix.
+
+        Raises:
+            InvalidArgumentError: For a bad session id or version.
+            InvalidComponentError: For a component kind that has no record.
+            SessionConflictError: When the session is at another version.
+            SessionStoreError: When the file stays locked past ``timeout`` or
+                cannot be written.
+        """
+        owner = "SQLiteStore.replace"
+        check_session_id(owner, session_id)
+        check_version(owner, expected_version)
+        records = [dump_record(c) for c in check_components(owner, components)]
+        with self._write("replace") as connection:
+            version, _ = self._head(connection, session_id)
+            if version != expected_version:
+                raise SessionConflictError(session_id, expected_version, version)
+            connection.execute("DELETE FROM components WHERE session_id = ?", (session_id,))
+            connection.executemany(
+                "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
+                [(session_id, i, record) for i, record in enumerate(records)],
+            )
+            connection.execute(_SAVE_HEAD, (session_id, version + 1, len(records)))
+        return version + 1
+
+    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
+        """Set one metadata key, or delete it when ``value`` is ``None``.
+
+        Raises:
+            InvalidArgumentError: For a bad session id, key or value.
+            SessionStoreError: When the file cannot be written.
+        """
+        owner = "SQLiteStore.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        with self._write("set_meta") as connection:
+            if value is None:
+                connection.execute(
+                    "DELETE FROM meta WHERE session_id = ? AND key = ?", (session_id, key)
+                )
+            else:
+                connection.execute(
+                    "INSERT INTO meta (session_id, key, value) VALUES (?, ?, ?) "
+                    "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                    (session_id, key, value),
+                )
+
+    def clear(self, session_id: str) -> None:
+        """Forget the session: dialogue, version and metadata, in one transaction.
+
+        Raises:
+            InvalidArgumentError: For a bad session id.
+            SessionStoreError: When the file cannot be written.
+        """
+        check_session_id("SQLiteStore.clear", session_id)
+        with self._write("clear") as connection:
+            for table in ("components", "meta", "sessions"):
+                connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    # -- lifetime -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection this store opened; later calls raise ``SessionStoreError``."""
+        self._closed = True
+        with self._handles_lock:
+            handles = list(self._handles)
+            self._handles.clear()
+        for handle in handles:
+            if handle.pid == os.getpid():
+                handle.connection.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SQLiteStore path={self._path!r}>"
+
+    # -- internals ------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """Return this thread's connection, opening it on first use in this thread and process."""
+        handle: _Handle | None = getattr(self._local, "handle", None)
+        if handle is not None and handle.pid == os.getpid() and not self._closed:
+            return handle.connection
+        if handle is not None and handle.pid != os.getpid():
+            # Inherited through fork: SQLite says never to use or close it here, so keep it.
+            _INHERITED.append(handle)
+        if self._closed:
+            msg = f"SQLiteStore({self._path!r}) is closed; open a new SQLiteStore on the file"
+            raise SessionStoreError(msg)
+        connection = sqlite3.connect(
+            self._path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._use_wal(connection)
+            connection.execute("PRAGMA synchronous = FULL")
+        except BaseException:
+            connection.close()
+            raise
+        handle = _Handle(connection)
+        self._local.handle = handle
+        with self._handles_lock:
+            self._handles.add(handle)
+        return connection
+
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        """Put the file in WAL mode (it stays so), waiting up to ``timeout`` for the lock.
+
+        Switching needs the file to itself, and SQLite answers "locked" at once,
+        without its busy wait, while another connection is switching it too: so
+        several processes opening a new file together retry here.
+        """
+        if connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            return
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.005)
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        """Create the tables in a new file; run inside a write transaction."""
+        (found,) = connection.execute("PRAGMA user_version").fetchone()
+        if found == 0:
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        elif found != SCHEMA_VERSION:
+            raise self._layout_error(found)
+
+    def _layout_error(self, found: int) -> SessionStoreError:
+        msg = (
+            f"SQLiteStore({self._path!r}): the file has layout version {found}, and this "
+            f"mellea-ctx reads version {SCHEMA_VERSION}; open it with the mellea-ctx that "
+            "wrote it, or use another file"
+        )
+        return SessionStoreError(msg)
+
+    @staticmethod
+    def _head(connection: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+        row = connection.execute(
+            "SELECT version, length FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return (0, 0) if row is None else (row[0], row[1])
+
+    @contextmanager
+    def _write(self, operation: str) -> Iterator[sqlite3.Connection]:
+        with self._transaction(operation, "BEGIN IMMEDIATE") as connection:
+            yield connection
+
+    @contextmanager
+    def _read(self, operation: str) -> Iterator[sqlite3.Connection]:
+        with self._transaction(operation, "BEGIN") as connection:
+            yield connection
+
+    @contextmanager
+    def _transaction(self, operation: str, begin: str) -> Iterator[sqlite3.Connection]:
+        """Run the body in one transaction; roll back on any exception, map sqlite3's errors."""
+        try:
+            connection = self._connection()
+            connection.execute(begin)
+        except sqlite3.Error as exc:
+            raise self._error(operation, exc) from exc
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(connection)
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(operation, exc) from exc
+            raise
+
+    def _error(self, operation: str, exc: sqlite3.Error) -> SessionStoreError:
+        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc):
+            msg = (
+                f"SQLiteStore({self._path!r}): {operation} failed because the disk holding the "
+                f"file is full ({exc}), and nothing was written; every committed turn is intact: "
+                "free space on that disk, or move the file to a larger one, then retry"
+            )
+        elif isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            msg = (
+                f"SQLiteStore({self._path!r}): {operation} could not get the file's lock "
+                f"within timeout={self._timeout!r}s ({exc}), and nothing was written; "
+                "another writer held it: retry, or pass a longer timeout"
+            )
+        else:
+            msg = (
+                f"SQLiteStore({self._path!r}): {operation} failed ({exc}), and nothing was "
+                "written; check that the file's directory exists and is writable"
+            )
+        return SessionStoreError(msg)
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    try:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # the transaction is gone with the connection; SQLite discards it

@@ -1,0 +1,228 @@
+"""The session store interface, the snapshot it loads, and the checks every store shares.
+
+A store keeps, per session id, the remembered dialogue (a sequence of
+components), a version, and a small key/value map of metadata. The version
+counts the writes (``append`` and ``replace``) since the session was created
+or last cleared; 0 means nothing is stored. Every write names the version it
+was based on, and a store applies it only if the session is still at that
+version, atomically, so two workers that loaded the same snapshot cannot both
+extend it: the second gets :class:`~mellea_ctx.SessionConflictError` and
+nothing is written. Metadata is outside this scheme: ``set_meta`` writes one
+key, last writer wins, and does not move the version.
+
+Stores keep components as the lossless records of :mod:`mellea_ctx._formats.serialize`,
+never in a provider's wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final, Protocol, runtime_checkable
+
+import attrs
+
+from .._core.components import Component
+from .._core.exceptions import InvalidArgumentError, InvalidComponentError
+from .._core.reprs import short_repr
+from .._formats.serialize import component_from_record, component_to_record
+
+__all__ = ["MAX_SESSION_ID_LENGTH", "SessionStore", "StoredSession"]
+
+#: The longest session id (and metadata key) a store accepts, in characters.
+MAX_SESSION_ID_LENGTH: Final = 200
+
+
+def _components(value: Iterable[Component]) -> tuple[Component, ...]:
+    return tuple(value)
+
+
+def _meta(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.define(frozen=True, slots=True)
+class StoredSession:
+    """What a store holds for one session, read in one consistent snapshot.
+
+    Attributes:
+        version: How many writes the session has seen; 0 for a session with
+            nothing stored (new, or cleared).
+        components: The remembered dialogue, oldest first.
+        meta: The session's metadata, read-only.
+
+    Examples:
+        >>> from mellea_ctx import Message
+        >>> stored = StoredSession(1, (Message("user", "hi"),), {"tools": "search"})
+        >>> stored.version, len(stored.components), stored.meta["tools"]
+        (1, 1, 'search')
+    """
+
+    version: int = 0
+    components: tuple[Component, ...] = attrs.field(default=(), converter=_components)
+    meta: Mapping[str, str] = attrs.field(factory=dict, converter=_meta, hash=False)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where :class:`~mellea_ctx.SessionMemory` keeps sessions.
+
+    Each write is atomic: it is applied whole, or not at all. ``append`` and
+    ``replace`` are applied only when the session is still at
+    ``expected_version``; otherwise they raise
+    :class:`~mellea_ctx.SessionConflictError` and write nothing. Every method
+    refuses a bad session id (not a str, empty, or longer than 200
+    characters) with :class:`~mellea_ctx.InvalidArgumentError`.
+    ``MemoryStore``, ``SQLiteStore`` and ``RedisStore`` implement it.
+    """
+
+    def load(self, session_id: str) -> StoredSession:
+        """Return the session's version, dialogue and metadata, read together."""
+        ...
+
+    def append(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Append ``components`` (at least one) and return the new version."""
+        ...
+
+    def replace(
+        self, session_id: str, components: Iterable[Component], *, expected_version: int
+    ) -> int:
+        """Replace the whole dialogue with ``components`` and return the new version."""
+        ...
+
+    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
+        """Set one metadata key (``None`` deletes it); the version does not move."""
+        ...
+
+    def clear(self, session_id: str) -> None:
+        """Forget the session: dialogue, version and metadata; other sessions are untouched."""
+        ...
+
+
+# -- checks every store makes, with the same messages ------------------------------
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 40 else f"{value[:40]!r}..."
+
+
+def check_session_id(owner: str, session_id: object) -> str:
+    """Return ``session_id`` if it is a usable session id.
+
+    Raises:
+        InvalidArgumentError: When it is not a str, is empty, or is longer
+            than :data:`MAX_SESSION_ID_LENGTH` characters.
+    """
+    if not isinstance(session_id, str):
+        msg = (
+            f"{owner}: session_id={session_id!r} must be a str, got {type(session_id).__name__}; "
+            "pass str(...) of your id"
+        )
+        raise InvalidArgumentError(msg)
+    if not session_id:
+        msg = f"{owner}: session_id='' must not be empty; pass the conversation's id"
+        raise InvalidArgumentError(msg)
+    if len(session_id) > MAX_SESSION_ID_LENGTH:
+        msg = (
+            f"{owner}: session_id={_shown(session_id)} is {len(session_id)} characters, "
+            f"more than {MAX_SESSION_ID_LENGTH}; pass a shorter id, such as a hash of this one"
+        )
+        raise InvalidArgumentError(msg)
+    return session_id
+
+
+def check_version(owner: str, expected_version: object) -> int:
+    """Return ``expected_version`` if it is an int >= 0.
+
+    Raises:
+        InvalidArgumentError: Otherwise.
+    """
+    if (
+        not isinstance(expected_version, int)
+        or isinstance(expected_version, bool)
+        or expected_version < 0
+    ):
+        msg = (
+            f"{owner}: expected_version={expected_version!r} must be an int >= 0; pass the "
+            "version of the snapshot this write is based on (0 for a new session)"
+        )
+        raise InvalidArgumentError(msg)
+    return expected_version
+
+
+def check_components(
+    owner: str, components: object, *, allow_empty: bool = True
+) -> tuple[Component, ...]:
+    """Return ``components`` as a tuple after checking each one is a :class:`Component`.
+
+    Raises:
+        InvalidArgumentError: When ``components`` is not an iterable of
+            components, or is empty and ``allow_empty`` is false.
+        InvalidComponentError: When an item is not a :class:`Component`.
+    """
+    if isinstance(components, (str, bytes, Mapping, Component)) or not isinstance(
+        components, Iterable
+    ):
+        msg = (
+            f"{owner}: components={short_repr(components)} must be a sequence of components; "
+            "wrap a single component in a tuple"
+        )
+        raise InvalidArgumentError(msg)
+    items = tuple(components)
+    for index, item in enumerate(items):
+        if not isinstance(item, Component):
+            msg = (
+                f"{owner}: components[{index}]={short_repr(item)} is not a Component; "
+                "wrap text as Message('user', text)"
+            )
+            raise InvalidComponentError(msg)
+    if not items and not allow_empty:
+        msg = f"{owner}: components=() is empty; pass at least one component to append"
+        raise InvalidArgumentError(msg)
+    return items
+
+
+def check_meta(owner: str, key: object, value: object) -> tuple[str, str | None]:
+    """Return ``(key, value)`` if the key is a short non-empty str and the value a str or None.
+
+    Raises:
+        InvalidArgumentError: Otherwise.
+    """
+    if not isinstance(key, str) or not key or len(key) > MAX_SESSION_ID_LENGTH:
+        msg = (
+            f"{owner}: key={key!r} must be a non-empty str of at most "
+            f"{MAX_SESSION_ID_LENGTH} characters; name the metadata, e.g. 'tool_search'"
+        )
+        raise InvalidArgumentError(msg)
+    if value is not None and not isinstance(value, str):
+        msg = (
+            f"{owner}: value={value!r} must be a str, or None to delete {key!r}; "
+            "serialise structured data with json.dumps()"
+        )
+        raise InvalidArgumentError(msg)
+    return key, value
+
+
+def dump_record(component: Component) -> str:
+    """Return ``component``'s lossless record as compact JSON text."""
+    return json.dumps(component_to_record(component), ensure_ascii=False, separators=(",", ":"))
+
+
+def load_record(text: str | bytes) -> Component:
+    """Return the component a :func:`dump_record` text describes.
+
+    Raises:
+        InvalidComponentError: When the text is not such a record.
+    """
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        msg = f"stored component {text[:80]!r} is not valid JSON ({exc})"
+        raise InvalidComponentError(msg) from exc
+    if not isinstance(record, dict):
+        msg = f"stored component {text[:80]!r} is not a JSON object"
+        raise InvalidComponentError(msg)
+    return component_from_record(record)
