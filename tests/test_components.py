@@ -91,8 +91,8 @@ class TestOtherComponents:
 BAD_COMPONENTS = [
     (lambda: Message("robot", "x"), "Message: role='robot' must be one of"),
     (lambda: Message("tool", "x"), "use ToolMessage(content, tool_call_id=...)"),
-    (lambda: Message("user", 3), "Message: content=3 must be a str"),  # type: ignore[arg-type]
-    (lambda: Message("user", None), "Message: content=None must be a str"),  # type: ignore[arg-type]
+    (lambda: Message("user", 3), "Message: content=3 must be a str, None, or a sequence of parts"),  # type: ignore[arg-type]
+    (lambda: Message("user", ["x"]), "Message: content=['x'] must hold only parts, got str"),  # type: ignore[list-item]
     (
         lambda: Message("user", "x", tool_calls=[ToolCall("c", "f")]),
         "are only allowed on assistant messages, not role='user'",

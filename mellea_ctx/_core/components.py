@@ -1,11 +1,16 @@
 """The immutable values a conversation is made of.
 
 Every component is a frozen, slotted attrs class holding only strings, ints,
-``None`` and tuples, so it is hashable and can be shared between any number of
-contexts without copying. Each one answers the same few questions a provider's
-wire format asks (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
-``name``, ``images``), which is all the token counter, the pin predicates and
-the format converters need to know about it.
+``None``, tuples, typed content parts (:mod:`._core.parts`) and frozen
+mappings, so it is hashable and can be shared between any number of contexts
+without copying. Each one answers the same few questions a provider's wire
+format asks (``role``, ``parts``, ``content`` as a text view, ``tool_calls``,
+``tool_call_id``, ``name``, ``extra``), which is all the token counter, the pin
+predicates and the format converters need to know about it.
+
+``extra`` holds the keys a provider sent on a message that we do not model,
+frozen, so a format writer can put them back; ``structured`` says whether the
+content travelled as a list of blocks (``True``) or as one string.
 
 One hidden slot, ``_token_memo``, remembers token counts already computed for
 this component (per counter), the way ``str`` caches its hash. It is not an
@@ -21,9 +26,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
+from pyrsistent import PMap
 
 from .exceptions import InvalidComponentError
-from .reprs import short_repr
+from .parts import EMPTY, PART_TYPES, ImagePart, Part, TextPart, to_extra
+from .reprs import field_repr, short_repr
 
 __all__ = [
     "CBlock",
@@ -37,10 +44,10 @@ __all__ = [
     "Usage",
 ]
 
-Role = Literal["system", "user", "assistant", "tool"]
+Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 #: Roles a plain :class:`Message` may take; tool results use :class:`ToolMessage`.
-MESSAGE_ROLES: Final = ("system", "user", "assistant")
+MESSAGE_ROLES: Final = ("system", "developer", "user", "assistant")
 #: The largest count a component holds (tokens, messages): an int64, as stores and JSON
 #: readers elsewhere expect; Python's str() refuses ints past 4,300 digits anyway.
 MAX_COUNT: Final = 2**63 - 1
@@ -106,6 +113,76 @@ def _images(value: object) -> tuple[str, ...]:
     return _tuple_of(str, "Message", "images", value)
 
 
+def _parts(owner: str) -> Any:
+    """A converter: text, ``None`` (no content) or a sequence of parts, to a tuple of parts."""
+
+    def convert(value: object) -> tuple[Part, ...]:
+        if value is None:
+            return ()
+        if type(value) is str:
+            return (TextPart(value),)
+        if isinstance(value, PART_TYPES):
+            return (value,)
+        if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+            raise _fail(
+                owner,
+                "content",
+                value,
+                "must be a str, None, or a sequence of parts",
+                "pass text, or parts such as TextPart(...) and ImagePart(...)",
+            )
+        items = tuple(value)
+        for item in items:
+            if not isinstance(item, PART_TYPES):
+                raise _fail(
+                    owner,
+                    "content",
+                    value,
+                    f"must hold only parts, got {type(item).__name__}",
+                    "build each item as TextPart(...), ImagePart(...), ... or wrap text in "
+                    "TextPart",
+                )
+        return items
+
+    return convert
+
+
+def text_of(parts: tuple[Part, ...]) -> str:
+    """The text view of ``parts``: their text parts, joined by a blank line.
+
+    Examples:
+        >>> print(text_of((TextPart("a"), ImagePart(url="https://x/y.png"), TextPart("b"))))
+        a
+        <BLANKLINE>
+        b
+    """
+    if len(parts) == 1:
+        only = parts[0]
+        return only.text if type(only) is TextPart else ""
+    return "\n\n".join(part.text for part in parts if type(part) is TextPart)
+
+
+def _is_plain(parts: tuple[Part, ...]) -> bool:
+    """Whether ``parts`` can travel as one plain string (no list of blocks needed)."""
+    return not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
+
+
+def _message_parts(value: object) -> tuple[Part, ...]:
+    return _parts("Message")(value)  # type: ignore[no-any-return]
+
+
+def _tool_parts(value: object) -> tuple[Part, ...]:
+    return _parts("ToolMessage")(value)  # type: ignore[no-any-return]
+
+
+def _thunk_parts(value: object) -> tuple[Part, ...]:
+    return _parts("ModelOutputThunk")(value)  # type: ignore[no-any-return]
+
+
+def _structured(instance: Any) -> bool:
+    return not _is_plain(instance.parts)
+
+
 def _json_arguments(value: object) -> object:
     if not isinstance(value, Mapping):
         return value
@@ -141,8 +218,12 @@ class _TokenMemo:
     tool_call_id: str | None = None
     #: An optional participant or tool name sent with the message.
     name: str | None = None
-    #: Image URLs or data URIs attached to the message.
-    images: tuple[str, ...] = ()
+    #: Keys the provider sent on this message that we do not model, frozen.
+    extra: PMap[str, Any] = EMPTY
+    #: Whether the content travelled as a list of blocks rather than one string.
+    structured: bool = False
+    #: For a tool result, whether the tool reported an error.
+    is_error: bool = False
 
 
 @attrs.define(frozen=True, slots=True)
@@ -152,8 +233,9 @@ class Component(_TokenMemo):
     Subclass it (with ``@attrs.define(frozen=True, slots=True)``) to add your
     own component kinds; override what differs from the defaults: ``role``
     and ``content`` (properties), and ``tool_calls``, ``tool_call_id``,
-    ``name`` and ``images`` (empty or ``None`` unless a subclass has them).
-    ``role`` and ``content`` are what a provider sees.
+    ``name`` (empty or ``None`` unless a subclass has them). ``role`` and
+    ``parts`` are what a provider sees; a component with only text gets
+    ``parts`` from ``content``.
     """
 
     @property
@@ -166,8 +248,25 @@ class Component(_TokenMemo):
         """The text sent to the provider for this component."""
         return ""
 
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The content as typed parts; by default one text part holding ``content``."""
+        text = self.content
+        return (TextPart(text),) if text else ()
 
-@attrs.define(frozen=True, slots=True)
+    @property
+    def images(self) -> tuple[str, ...]:
+        """The image parts as URLs or ``data:`` URIs (file ids are left out)."""
+        out = []
+        for part in self.parts:
+            if type(part) is ImagePart:
+                ref = part.url if part.url is not None else part.data_uri
+                if ref is not None:
+                    out.append(ref)
+        return tuple(out)
+
+
+@attrs.define(frozen=True, slots=True, repr=False)
 class ToolCall:
     """One function call an assistant asks for.
 
@@ -192,6 +291,8 @@ class ToolCall:
     arguments: str = attrs.field(
         default="{}", converter=_json_arguments, validator=_text("ToolCall")
     )
+    #: Keys the provider sent on the call that we do not model (``cache_control``, ...).
+    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -235,34 +336,64 @@ def _message_role(_instance: object, _attribute: object, role: Any) -> None:
     raise _fail("Message", "role", role, f"must be one of {MESSAGE_ROLES!r}", "pass a known role")
 
 
-@attrs.define(frozen=True, slots=True, cache_hash=True)
+@attrs.define(frozen=True, slots=True, init=False, repr=False)
 class Message(Component):
-    """A system, user or assistant message.
+    """A system, developer, user or assistant message.
 
     Args:
-        role: ``"system"``, ``"user"`` or ``"assistant"``. Tool results are
-            :class:`ToolMessage`.
-        content: The message text.
+        role: ``"system"``, ``"developer"``, ``"user"`` or ``"assistant"``.
+            Tool results are :class:`ToolMessage`.
+        content: The message text, or its typed parts (``TextPart``,
+            ``ImagePart``, ``ThinkingPart``, ...), or ``None`` for no content
+            (an assistant message that only calls tools, as OpenAI writes it).
         tool_calls: Calls an assistant message asks for (assistant only).
-        images: Image URLs or data URIs (user messages usually).
+        images: Image URLs or data URIs, appended to the parts as ``ImagePart``.
         name: An optional participant name.
+        extra: Keys the provider sent on the message that we do not model.
+        structured: Whether the content travels as a list of blocks; by
+            default, whenever it is anything but one plain text.
 
     Raises:
-        InvalidComponentError: For an unknown role, non-string content, or tool
-            calls on a non-assistant message.
+        InvalidComponentError: For an unknown role, content that is not text
+            or parts, or tool calls on a non-assistant message.
 
     Examples:
-        >>> Message("user", "Where is the config file?").role
-        'user'
+        >>> Message("user", "Where is the config file?").content
+        'Where is the config file?'
+        >>> from mellea_ctx._core.parts import ThinkingPart
+        >>> msg = Message("assistant", [ThinkingPart("...", signature="s"), TextPart("Done.")])
+        >>> msg.content, msg.structured
+        ('Done.', True)
     """
 
     role: Role = attrs.field(validator=_message_role)
-    content: str = attrs.field(default="", validator=_text("Message"))
+    parts: tuple[Part, ...] = attrs.field(alias="content", converter=_message_parts)
     tool_calls: tuple[ToolCall, ...] = attrs.field(
         default=(), kw_only=True, converter=_message_calls
     )
-    images: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_images)
     name: str | None = attrs.field(default=None, kw_only=True, validator=_optional_text("Message"))
+    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
+    structured: bool = attrs.field(default=False, kw_only=True)
+
+    def __init__(
+        self,
+        role: Role,
+        content: str | Iterable[Part] | None = "",
+        *,
+        tool_calls: Iterable[ToolCall] = (),
+        images: Iterable[str] = (),
+        name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        structured: bool | None = None,
+    ) -> None:
+        parts = _parts("Message")(content)
+        if images:
+            parts += tuple(_image_part(ref) for ref in _images(images))
+        if structured is None:
+            structured = not _is_plain(parts)
+        self.__attrs_init__(
+            role, parts, tool_calls=tool_calls, name=name, extra=extra, structured=structured
+        )
 
     def __attrs_post_init__(self) -> None:
         if self.tool_calls and self.role != "assistant":  # a validator cannot see two fields
@@ -273,36 +404,72 @@ class Message(Component):
                 f"are only allowed on assistant messages, not role={self.role!r}",
                 "move the calls to an assistant message",
             )
+        if type(self.structured) is not bool:
+            raise _fail("Message", "structured", self.structured, "must be a bool", "pass True")
+
+    @property
+    def content(self) -> str:
+        """The text view: the text parts joined by a blank line (``""`` when none)."""
+        return text_of(self.parts)
 
 
-@attrs.define(frozen=True, slots=True, cache_hash=True)
+def _image_part(ref: str) -> ImagePart:
+    """An image part from a URL or a ``data:<type>;base64,<data>`` URI."""
+    if ref.startswith("data:") and ";base64," in ref:
+        media_type, data = ref[5:].split(";base64,", 1)
+        return ImagePart(data=data, media_type=media_type or None)
+    return ImagePart(url=ref)
+
+
+def _is_error(_instance: object, _attribute: object, value: object) -> None:
+    if type(value) is not bool:
+        raise _fail("ToolMessage", "is_error", value, "must be a bool", "pass True or False")
+
+
+@attrs.define(frozen=True, slots=True, cache_hash=True, repr=False)
 class ToolMessage(Component):
     """The result of one tool call.
 
     Args:
-        content: What the tool returned, as text.
+        content: What the tool returned: text, or typed parts (text and
+            images, say).
         tool_call_id: The id of the :class:`ToolCall` this answers.
         name: The tool's name (optional; some providers want it).
+        is_error: Whether the tool reported an error (Anthropic ``is_error``).
+        extra: Keys the provider sent on the result that we do not model.
+        structured: Whether the content travels as a list of blocks.
 
     Raises:
         InvalidComponentError: When ``tool_call_id`` is missing or empty, or
-            ``content`` is not a string.
+            ``content`` is not text or parts.
 
     Examples:
         >>> ToolMessage("42 files", tool_call_id="call_1", name="ls").role
         'tool'
+        >>> ToolMessage("No such file", tool_call_id="call_2", is_error=True).is_error
+        True
     """
 
-    content: str = attrs.field(validator=_text("ToolMessage"))
+    parts: tuple[Part, ...] = attrs.field(alias="content", converter=_tool_parts)
     tool_call_id: str = attrs.field(kw_only=True, validator=_text("ToolMessage", allow_empty=False))
     name: str | None = attrs.field(
         default=None, kw_only=True, validator=_optional_text("ToolMessage")
+    )
+    is_error: bool = attrs.field(default=False, kw_only=True, validator=_is_error)
+    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
+    structured: bool = attrs.field(
+        default=attrs.Factory(_structured, takes_self=True), kw_only=True
     )
 
     @property
     def role(self) -> Role:
         """Always ``"tool"``."""
         return "tool"
+
+    @property
+    def content(self) -> str:
+        """The text view: the text parts joined by a blank line."""
+        return text_of(self.parts)
 
 
 def _usage(_instance: object, _attribute: object, usage: Any) -> None:
@@ -317,14 +484,19 @@ def _optional_value(_instance: object, _attribute: object, value: Any) -> None:
         _require_str("ModelOutputThunk", "value", value)
 
 
-@attrs.define(frozen=True, slots=True, cache_hash=True)
+@attrs.define(frozen=True, slots=True, init=False, repr=False)
 class ModelOutputThunk(Component):
-    """What a model generated: text, tool calls, and the usage it reported.
+    """What a model generated: text, other parts (thinking, refusals), tool calls, usage.
 
     Args:
         value: The generated text (``None`` when the model only called tools).
+        parts: Everything the model generated besides tool calls, in order
+            (thinking, text, refusals, provider blocks); by default one text
+            part holding ``value``. When both are given, ``value`` must be the
+            text view of ``parts``.
         tool_calls: The calls the model asked for.
         usage: Token usage the provider reported for this generation.
+        extra: Keys the provider sent on the message that we do not model.
 
     Examples:
         >>> out = ModelOutputThunk("Done.", usage=Usage(prompt_tokens=900, completion_tokens=3))
@@ -332,9 +504,50 @@ class ModelOutputThunk(Component):
         ('assistant', 'Done.', 903)
     """
 
-    value: str | None = attrs.field(default=None, validator=_optional_value)
+    value: str | None = attrs.field(validator=_optional_value)
+    parts: tuple[Part, ...] = attrs.field(kw_only=True, converter=_thunk_parts)
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), kw_only=True, converter=_thunk_calls)
     usage: Usage | None = attrs.field(default=None, kw_only=True, validator=_usage)
+    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
+    structured: bool = attrs.field(default=False, kw_only=True)
+
+    def __init__(
+        self,
+        value: str | None = None,
+        *,
+        parts: Iterable[Part] | None = None,
+        tool_calls: Iterable[ToolCall] = (),
+        usage: Usage | None = None,
+        extra: Mapping[str, Any] | None = None,
+        structured: bool | None = None,
+    ) -> None:
+        if parts is None:
+            if value is not None:
+                _require_str("ModelOutputThunk", "value", value)
+            held = (TextPart(value),) if value else ()
+        else:
+            held = _parts("ModelOutputThunk")(parts)
+            view = text_of(held)
+            if value is None:
+                value = view if any(type(p) is TextPart for p in held) else None
+            elif value != view:
+                raise _fail(
+                    "ModelOutputThunk",
+                    "value",
+                    value,
+                    f"differs from the text of parts ({short_repr(view, 80)})",
+                    "pass only parts=, or a value equal to their text",
+                )
+        if structured is None:
+            structured = not _is_plain(held)
+        self.__attrs_init__(
+            value,
+            parts=held,
+            tool_calls=tool_calls,
+            usage=usage,
+            extra=extra,
+            structured=structured,
+        )
 
     @property
     def role(self) -> Role:
@@ -382,3 +595,8 @@ class ReactInitiator(Component):
     def content(self) -> str:
         """The goal text."""
         return self.goal
+
+
+# Reprs leave out fields at their defaults, so a plain message reads as it was written.
+for _cls in (ToolCall, Message, ToolMessage, ModelOutputThunk):
+    _cls.__repr__ = field_repr  # type: ignore[method-assign]

@@ -361,8 +361,7 @@ def from_anthropic(
     Examples:
         >>> from_anthropic([{"role": "user", "content": "hi"}], system="Be brief.")
         ... # doctest: +NORMALIZE_WHITESPACE
-        [Message(role='system', content='Be brief.', tool_calls=(), images=(), name=None),
-         Message(role='user', content='hi', tool_calls=(), images=(), name=None)]
+        [Message(role='system', content='Be brief.'), Message(role='user', content='hi')]
     """
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         msg = f"from_anthropic: messages={_short(messages)} must be a list of turns"

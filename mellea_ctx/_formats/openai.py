@@ -280,10 +280,10 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
         ...      "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
         ...     {"role": "tool", "tool_call_id": "call_1", "content": "a.py"},
         ... ])  # doctest: +NORMALIZE_WHITESPACE
-        [Message(role='user', content='List the files', tool_calls=(), images=(), name=None),
+        [Message(role='user', content='List the files'),
          ModelOutputThunk(value=None, tool_calls=(ToolCall(id='call_1', name='ls',
-           arguments='{}'),), usage=None),
-         ToolMessage(content='a.py', tool_call_id='call_1', name=None)]
+           arguments='{}'),)),
+         ToolMessage(content='a.py', tool_call_id='call_1')]
     """
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         msg = (
@@ -811,7 +811,7 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
         ...     path = pathlib.Path(folder) / "chat.jsonl"
         ...     _ = path.write_text('{"role": "user", "content": "hi"}\\n')
         ...     load_conversation(path)
-        [Message(role='user', content='hi', tool_calls=(), images=(), name=None)]
+        [Message(role='user', content='hi')]
     """
     return _read_transcript(path).components
 

@@ -32,7 +32,7 @@ class MemoryStore:
         >>> store.append("s1", [Message("user", "hi")], expected_version=0)
         1
         >>> store.load("s1").components
-        (Message(role='user', content='hi', tool_calls=(), images=(), name=None),)
+        (Message(role='user', content='hi'),)
     """
 
     __slots__ = ("_lock", "_sessions")

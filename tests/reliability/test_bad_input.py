@@ -284,9 +284,9 @@ BROKEN_CALLS: list[tuple[str, Callable[[], object], type[MelleaCtxError], str]] 
     ("big int role", lambda: from_openai([{"role": BIG_INT, "content": ""}]),
      InvalidContextError, "message 0: role=<int too large to show> is not one of"),
     ("Message deep content", lambda: Message("user", DEEP_LIST),  # type: ignore[arg-type]
-     InvalidComponentError, "Message: content=<list too large to show> must be a str"),
+     InvalidComponentError, "Message: content=<list too large to show> must hold only parts"),
     ("Message big int", lambda: Message("user", BIG_INT),  # type: ignore[arg-type]
-     InvalidComponentError, "Message: content=<int too large to show> must be a str"),
+     InvalidComponentError, "Message: content=<int too large to show> must be a str, None"),
     ("Message deep role", lambda: Message(DEEP_LIST, ""),  # type: ignore[arg-type]
      InvalidComponentError, "Message: role=<list too large to show> must be one of"),
     ("Message deep calls", lambda: Message("assistant", "", tool_calls=DEEP_LIST),
