@@ -10,7 +10,9 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
-LINT_TOOLS = ["ruff>=0.6"]
+RUFF = "ruff>=0.6"
+# import-linter 2.10 has every contract type and option pyproject.toml's [tool.importlinter] uses.
+LINT_TOOLS = [RUFF, "import-linter>=2.10"]
 TYPE_TOOLS = ["mypy>=1.11"]
 # No wheel of llama-cpp-python reaches this machine: pip builds it from the sdist (about 10 CPU
 # minutes; pip's wheel cache makes later fresh venvs quick). LLAVA (multimodal) is not needed.
@@ -36,10 +38,14 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Check style and formatting with ruff."""
+    """Check style and formatting with ruff, and the layering with import-linter."""
     session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # The contracts are in pyproject.toml (docs/architecture.md). lint-imports reads the source
+    # without importing it and puts the working directory on sys.path itself, so the package
+    # and its dependencies need not be installed here.
+    session.run("lint-imports")
 
 
 @nox.session
@@ -58,7 +64,7 @@ def docs(session: nox.Session) -> None:
     ``nox -s docs -- serve`` previews it instead, at http://127.0.0.1:8000.
     """
     # ruff formats the rendered signatures (mkdocstrings-python's separate_signature).
-    session.install("-e", ".[docs]", *LINT_TOOLS)
+    session.install("-e", ".[docs]", RUFF)
     # mkdocs-material prints a banner about its future; it is not about these docs.
     env = {"NO_MKDOCS_2_WARNING": "1"}
     if session.posargs[:1] == ["serve"]:

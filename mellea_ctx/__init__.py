@@ -20,15 +20,15 @@ from ._backends.extractive import ExtractiveBackend
 from ._backends.openai import OpenAIBackend
 from ._backends.scripted import ScriptedBackend, ScriptedReply
 from ._compaction.events import Event, EventHook, EventKind
-from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
-from ._compaction.summarize import (
+from ._compaction.prompts import (
     DEFAULT_PROMPT_TEMPLATE,
-    LLMSummarizeCompactor,
-    TokenBudgetCompactor,
     react_summary_prompt,
     render_conversation,
     validate_prompt_template,
 )
+from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
+from ._compaction.summarize import LLMSummarizeCompactor
+from ._compaction.token_budget import TokenBudgetCompactor
 from ._compaction.window import ThresholdCompactor, WindowCompactor
 from ._core.checkpoint import CHECKPOINT_HEADER, Checkpoint
 from ._core.components import (

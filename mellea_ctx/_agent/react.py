@@ -37,8 +37,10 @@ import attrs
 
 from .._backends.bridge import run_blocking
 from .._compaction.events import Event, EventHook, EventKind
+from .._compaction.prompts import render_conversation
 from .._compaction.records import CompactionRecord, record_sink
-from .._compaction.summarize import LLMSummarizeCompactor, TokenBudgetCompactor, render_conversation
+from .._compaction.summarize import LLMSummarizeCompactor
+from .._compaction.token_budget import TokenBudgetCompactor
 from .._compaction.window import ThresholdCompactor
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage

@@ -33,7 +33,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .._backends.extractive import ExtractiveBackend
 from .._compaction.records import CompactionRecord, CompactionWarning
-from .._compaction.summarize import LLMSummarizeCompactor, TokenBudgetCompactor
+from .._compaction.summarize import LLMSummarizeCompactor
+from .._compaction.token_budget import TokenBudgetCompactor
 from .._compaction.window import WindowCompactor
 from .._core.components import Component
 from .._core.context import ChatContext

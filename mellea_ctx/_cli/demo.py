@@ -25,7 +25,7 @@ from rich.text import Text
 
 from .._backends.extractive import ExtractiveBackend
 from .._compaction.records import CompactionRecord, CompactionWarning
-from .._compaction.summarize import TokenBudgetCompactor
+from .._compaction.token_budget import TokenBudgetCompactor
 from .._core.components import Message, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.pins import pin_system_and_initial_user

@@ -1,0 +1,55 @@
+"""The failure backoff of a model-calling compactor riding inline.
+
+Riding inline (``ChatContext(compactor=TokenBudgetCompactor(...))``, or
+behind a :class:`~mellea_ctx.ThresholdCompactor`), a compaction that called
+the backend and left the context unchanged (it failed, or the summary was not
+smaller) starts a failure backoff: the context it returns skips the next
+``backoff_adds`` adds' compaction (doubling with each consecutive failure,
+up to 16 times), so a backend that is down is not asked again on every add.
+See ``ChatContext.compaction_backoff``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._core.exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .._core.context import ChatContext
+
+__all__ = ["backed_off", "validate_backoff"]
+
+
+def validate_backoff(owner: str, adds: object) -> int:
+    """Return ``adds`` if it is a valid ``backoff_adds`` setting of ``owner``.
+
+    Args:
+        owner: The compactor's class name, for the message.
+        adds: The ``backoff_adds`` argument as given.
+
+    Returns:
+        ``adds``, an int from 0 to 10,000.
+
+    Raises:
+        InvalidArgumentError: When ``adds`` is not such an int.
+
+    Examples:
+        >>> validate_backoff("TokenBudgetCompactor", 8)
+        8
+    """
+    if isinstance(adds, bool) or not isinstance(adds, int) or not 0 <= adds <= 10_000:
+        msg = (
+            f"{owner}: backoff_adds={adds!r} must be an int from 0 to 10000 (adds to wait "
+            "after a failed inline compaction); pass 0 to try again on every add"
+        )
+        raise InvalidArgumentError(msg)
+    return adds
+
+
+def backed_off(result: ChatContext, ctx: ChatContext, adds: int) -> ChatContext:
+    """``result``, or when the model call left ``ctx`` as it was, ``ctx`` backing off.
+
+    ``adds == 0`` (a ``compact`` call of your own) returns ``result`` as it is.
+    """
+    return ctx._backing_off(adds) if result is ctx else result
