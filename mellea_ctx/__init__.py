@@ -77,20 +77,18 @@ from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, d
 from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
 from ._formats.anthropic import from_anthropic, to_anthropic
 from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
-from ._formats.openai import (
-    dump_anthropic,
-    dump_conversation,
-    from_openai,
-    load_anthropic,
-    load_conversation,
-    to_openai,
-    validate_openai,
-)
+from ._formats.openai import from_openai, to_openai, validate_openai
 from ._formats.serialize import (
     component_from_record,
     component_to_record,
     components_from_json,
     components_to_json,
+)
+from ._formats.transcripts import (
+    dump_anthropic,
+    dump_conversation,
+    load_anthropic,
+    load_conversation,
 )
 from ._sessions.memory import MemoryStore
 from ._sessions.redis import RedisStore

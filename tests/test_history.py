@@ -28,7 +28,7 @@ from mellea_ctx import (
     validate_anthropic,
     validate_openai,
 )
-from mellea_ctx._formats.openai import _document, _parse_anthropic, _read_any
+from mellea_ctx._formats.transcripts import _document, _parse_anthropic, _read_any
 
 from .strategies import histories
 

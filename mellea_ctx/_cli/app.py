@@ -42,12 +42,12 @@ from .._core.exceptions import InvalidArgumentError, InvalidContextError, Mellea
 from .._core.pins import PinPredicate, pin_nothing, pin_system, pin_system_and_initial_user
 from .._core.protocols import Backend, Compactor
 from .._formats.history import Provider, _scan_anthropic, repair_history
-from .._formats.openai import (
+from .._formats.openai import _problems
+from .._formats.transcripts import (
     TranscriptFormat,
     _atomic_write,
     _document,
     _parse_any,
-    _problems,
     _read_any,
     _Transcript,
 )

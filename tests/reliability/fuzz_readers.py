@@ -168,8 +168,8 @@ def main(argv: list[str]) -> None:
 
     with atheris.instrument_imports(include=["mellea_ctx"]):
         import mellea_ctx as api_module
-        import mellea_ctx._formats.openai as formats_module
         import mellea_ctx._formats.serialize as records_module
+        import mellea_ctx._formats.transcripts as formats_module
     api, records, formats = api_module, records_module, formats_module
     _FOLDER = Path(tempfile.mkdtemp(prefix="fuzz_readers_"))
     if not any(not arg.startswith("-") for arg in argv[1:]):

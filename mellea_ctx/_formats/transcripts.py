@@ -1,0 +1,444 @@
+"""Transcript files: conversations on disk, read and written in every format.
+
+:func:`load_conversation` and :func:`dump_conversation` read and write
+OpenAI Chat Completions messages as a JSON array or as JSONL (one message per
+line); :func:`load_anthropic` and :func:`dump_anthropic` do the same for
+Anthropic Messages API turns. The command line reads any of them, detecting
+the format from the file's name and text (``_read_any``), and writes its
+output back in the input's format (``_document``). Writes are atomic.
+
+Every error names the file and where in it the bad value is (its line, or
+the message index), the field, the value with ``repr``, what was expected
+and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+
+from .._core.components import Component
+from .._core.exceptions import InvalidArgumentError, InvalidContextError
+from .anthropic import anthropic_document, read_turns
+from .locate import _array_labels
+from .openai import _parse_message, to_openai
+
+__all__ = [
+    "Format",
+    "dump_anthropic",
+    "dump_conversation",
+    "load_anthropic",
+    "load_conversation",
+]
+
+#: A transcript's file format: a JSON array of messages, or one message per line.
+Format = Literal["json", "jsonl"]
+
+#: A transcript as the command line reads and writes it: the two OpenAI file
+#: formats, or Anthropic Messages turns (a JSON array, or an object with
+#: ``system`` and ``messages``).
+TranscriptFormat = Literal["json", "jsonl", "anthropic"]
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why ``json.loads`` failed other than with a syntax error."""
+    if isinstance(exc, RecursionError):
+        return (
+            "the JSON nests too deeply to read; a transcript holds flat message objects, "
+            "so this is not one (or it is damaged)"
+        )
+    return f"invalid JSON ({exc})"  # e.g. a number with more than 4,300 digits
+
+
+@attrs.define(frozen=True, slots=True)
+class _Transcript:
+    """A parsed transcript: its components, its format, and where each one was read."""
+
+    components: list[Component]
+    format: TranscriptFormat
+    locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
+
+
+def _detect(text: str, suffix: str) -> Format:
+    if suffix.lower() == ".jsonl":
+        return "jsonl"
+    stripped = text.lstrip()
+    return "json" if stripped.startswith("[") or not stripped else "jsonl"
+
+
+def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
+    if not isinstance(data, list):
+        msg = (
+            f"{source}: holds a JSON {type(data).__name__}, expected a JSON array of messages "
+            "(or JSONL, one message per line)"
+        )
+        raise InvalidContextError(msg)
+    locations = _array_labels(text if lines else None, len(data))
+    components = [
+        _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
+    ]
+    return _Transcript(components, "json", locations)
+
+
+def _parse_jsonl(text: str, source: str) -> _Transcript:
+    components: list[Component] = []
+    locations: list[str] = []
+    # Split on "\n" only: str.splitlines() would also split inside a message
+    # whose text holds U+2028 or similar, which json.dumps leaves unescaped.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            hint = ""
+            if not components and text.lstrip().startswith("{"):
+                hint = (
+                    "; the file looks like one JSON object, but a transcript is a JSON array "
+                    "of messages or JSONL with one message per line"
+                )
+            msg = f"{source} {where} column {exc.colno}: invalid JSON ({exc.msg}){hint}"
+            raise InvalidContextError(msg) from exc
+        except (RecursionError, ValueError) as exc:
+            raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
+        components.append(_parse_message(raw, f"{source} {where}"))
+        locations.append(where)
+    return _Transcript(components, "jsonl", locations)
+
+
+def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
+    if fmt == "json" and not text.strip():
+        msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
+        raise InvalidContextError(msg)
+    if fmt == "json":
+        return _parse_json(text, source, lines=lines)
+    return _parse_jsonl(text, source)
+
+
+#: Content block types only the Anthropic Messages API has.
+_ANTHROPIC_BLOCKS: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
+
+
+def _looks_anthropic(data: object) -> bool:
+    """Return whether parsed JSON is an Anthropic transcript rather than OpenAI messages.
+
+    An object is one when it has a ``messages`` list and either a ``system``
+    field or no message with an OpenAI-only role; an array is one when a
+    message holds an Anthropic-only block, or an assistant message holds a
+    list of blocks (OpenAI assistants send strings).
+    """
+    if isinstance(data, dict):
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            return False
+        if "system" in data:
+            return True
+        roles = {m.get("role") for m in messages if isinstance(m, dict)}
+        return bool(messages) and not roles & {"system", "tool", "developer"}
+    if not isinstance(data, list):
+        return False
+    for message in data:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        if message.get("role") == "assistant" and content:
+            return True
+        if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
+            return True
+    return False
+
+
+def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Transcript:
+    locations: list[str] = []
+    if isinstance(data, dict):
+        if not isinstance(data.get("messages"), list):
+            msg = (
+                f"{source}: holds a JSON object without a 'messages' list; an Anthropic "
+                'transcript is a JSON array of turns or {"system": ..., "messages": [...]}'
+            )
+            raise InvalidContextError(msg)
+        components = read_turns(
+            data["messages"], data.get("system"), source=source, locations=locations
+        )
+    elif isinstance(data, list):
+        labels = _array_labels(text, len(data))
+        components = read_turns(data, source=source, locations=locations, labels=labels)
+    else:
+        msg = (
+            f"{source}: holds a JSON {type(data).__name__}; an Anthropic transcript is a JSON "
+            'array of turns or {"system": ..., "messages": [...]}'
+        )
+        raise InvalidContextError(msg)
+    return _Transcript(components, "anthropic", locations)
+
+
+def _loads(text: str, source: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
+
+
+def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> _Transcript:
+    """Parse a transcript in ``fmt``, or in the format its name and text show."""
+    if fmt == "anthropic":
+        if not text.strip():
+            msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
+            raise InvalidContextError(msg)
+        return _parse_anthropic(_loads(text, source), source, text)
+    if fmt is not None:
+        return _parse_transcript(text, source, fmt, lines=True)
+    detected = _detect(text, suffix)
+    stripped = text.lstrip()
+    if detected == "json" or stripped.startswith("{"):
+        try:
+            data = json.loads(text)
+        except (RecursionError, ValueError):
+            data = None  # let the OpenAI reader report it, with its hints
+        if data is not None and _looks_anthropic(data):
+            return _parse_anthropic(data, source, text)
+    return _parse_transcript(text, source, detected, lines=True)
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"{source}: byte {exc.start} is not UTF-8 ({exc.reason}); save the file as UTF-8"
+        raise InvalidContextError(msg) from exc
+
+
+def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None) -> _Transcript:
+    """Read a transcript in any format the command line knows (see ``_parse_any``)."""
+    file = Path(path)
+    return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
+
+
+def _document(components: Iterable[Component], fmt: TranscriptFormat) -> bytes:
+    """Return ``components`` serialised in ``fmt``, as UTF-8 bytes."""
+    if fmt == "anthropic":
+        document = anthropic_document(components)
+        try:
+            return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
+            return (json.dumps(document, indent=2) + "\n").encode("ascii")
+    return _dumps(to_openai(components), fmt)
+
+
+def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
+    """Return the components of an Anthropic Messages API transcript file.
+
+    The file (UTF-8 JSON) is either an array of turns ``{"role", "content"}``
+    or an object ``{"system": ..., "messages": [...]}`` (a request body's
+    other fields are ignored). Turns are read as
+    :func:`~mellea_ctx.from_anthropic` reads them: ``thinking`` blocks, the
+    ``is_error`` flag and extra keys such as ``cache_control`` are not kept.
+    The history's tool rules are not checked here (see
+    :func:`validate_anthropic`).
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        One component per message, tool result and system prompt, in order.
+
+    Raises:
+        OSError: When the file cannot be read.
+        InvalidContextError: For invalid UTF-8 or JSON, or a bad turn; the
+            error names the file, the turn (``message 3``), the block
+            (``content[1]``) and the field.
+
+    Examples:
+        >>> import json, pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.json"
+        ...     _ = path.write_text(json.dumps({"system": "Be brief.", "messages": [
+        ...         {"role": "user", "content": [{"type": "text", "text": "hi"}]}]}))
+        ...     [(c.role, c.content) for c in load_anthropic(path)]
+        [('system', 'Be brief.'), ('user', 'hi')]
+    """
+    return _read_any(path, "anthropic").components
+
+
+def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]) -> None:
+    """Write ``components`` to ``path`` as an Anthropic Messages API transcript.
+
+    The turns are :func:`~mellea_ctx.to_anthropic`'s (consecutive messages
+    of one role merged, tool results first in their user turn), with a user
+    turn of plain text written as a string. Without leading system messages
+    the file is a JSON array of turns; with them, an object
+    ``{"system": ..., "messages": [...]}``. The write is atomic, as for
+    :func:`dump_conversation`.
+
+    Raises:
+        OSError: When the file cannot be written.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> from mellea_ctx import Message
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.json"
+        ...     dump_anthropic([Message("user", "hi")], path)
+        ...     load_anthropic(path) == [Message("user", "hi")]
+        True
+    """
+    _atomic_write(Path(path), _document(components, "anthropic"))
+
+
+def _read_transcript(path: str | os.PathLike[str]) -> _Transcript:
+    """Read and parse a transcript file, detecting its format (see ``load_conversation``)."""
+    file = Path(path)
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"{file}: byte {exc.start} is not UTF-8 ({exc.reason}); save the file as UTF-8"
+        raise InvalidContextError(msg) from exc
+    return _parse_transcript(text, str(file), _detect(text, file.suffix))
+
+
+def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
+    """Return the components of a transcript file of OpenAI Chat Completions messages.
+
+    The file is either a JSON array of messages or JSONL, one message per
+    line (blank lines are skipped). A ``.jsonl`` name means JSONL; otherwise a
+    file whose text starts with ``[`` is a JSON array and any other is JSONL.
+    An empty file is an empty conversation only under a ``.jsonl`` name.
+    Messages are read as :func:`from_openai` reads them; the history's tool
+    rules are not checked here (see :func:`validate_openai`).
+
+    Args:
+        path: The file to read (UTF-8).
+
+    Returns:
+        One component per message, in order.
+
+    Raises:
+        OSError: When the file cannot be read (``FileNotFoundError``...).
+        InvalidContextError: For invalid UTF-8 or JSON, or a bad message; the
+            error names the file, then the line (JSONL, counted from 1) or the
+            message index (JSON, from 0), then the field.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.jsonl"
+        ...     _ = path.write_text('{"role": "user", "content": "hi"}\\n')
+        ...     load_conversation(path)
+        [Message(role='user', content='hi')]
+    """
+    return _read_transcript(path).components
+
+
+def _dumps(messages: list[dict[str, Any]], fmt: Format) -> bytes:
+    """Return ``messages`` serialised as UTF-8 JSON (``fmt="json"``) or JSONL."""
+    try:
+        return _serialise(messages, fmt, ascii_only=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
+        return _serialise(messages, fmt, ascii_only=True).encode("ascii")
+
+
+def _serialise(messages: list[dict[str, Any]], fmt: Format, *, ascii_only: bool) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(m, ensure_ascii=ascii_only) + "\n" for m in messages)
+    return json.dumps(messages, ensure_ascii=ascii_only, indent=2) + "\n"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder.
+
+    Readers see the old file or the new one, never a part; on failure the
+    old file (if any) is left as it was and the temporary file is removed.
+    A new file gets the usual permissions (0o666 less the umask); a replaced
+    file keeps its own.
+    """
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(temporary, flags, 0o666)
+            break
+        except FileExistsError:  # pragma: no cover - 32 random bits collided
+            continue
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def dump_conversation(
+    components: Iterable[Component],
+    path: str | os.PathLike[str],
+    *,
+    format: Format | None = None,
+) -> None:
+    """Write ``components`` to ``path`` as OpenAI Chat Completions messages.
+
+    The messages are those of :func:`to_openai`, as an indented JSON array or
+    as JSONL (one message per line), in UTF-8. The write is atomic: the text
+    goes to a temporary file in the same folder, which then replaces
+    ``path``, so a reader never sees half a file, and when anything fails
+    nothing is written and an existing file is left as it was.
+
+    Args:
+        components: The history to write, oldest first (a ``ChatContext`` works).
+        path: Where to write; an existing file is replaced.
+        format: ``"json"`` or ``"jsonl"``; by default JSONL when ``path`` ends
+            in ``.jsonl``, a JSON array otherwise.
+
+    Raises:
+        InvalidArgumentError: For an unknown ``format``.
+        InvalidComponentError: For an item :func:`to_openai` cannot write.
+        OSError: When the file cannot be written.
+
+    Examples:
+        >>> import pathlib, tempfile
+        >>> from mellea_ctx import Message
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "chat.jsonl"
+        ...     dump_conversation([Message("user", "hi")], path)
+        ...     path.read_text()
+        '{"role": "user", "content": "hi"}\\n'
+    """
+    file = Path(path)
+    if format is None:
+        format = "jsonl" if file.suffix.lower() == ".jsonl" else "json"
+    elif format not in ("json", "jsonl"):
+        msg = (
+            f"dump_conversation: format={format!r} must be 'json' (an array) or 'jsonl' "
+            "(one message per line); pass None to choose by the file name"
+        )
+        raise InvalidArgumentError(msg)
+    data = _dumps(to_openai(components), format)
+    _atomic_write(file, data)
