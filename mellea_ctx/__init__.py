@@ -5,15 +5,11 @@ The public API lives here; implementation modules are private (``_name.py``).
 
 from __future__ import annotations
 
+from ._agent.bm25 import ToolHit
+from ._agent.delivered import DeliveredTools, InMemoryMetaStore, MetaStore
 from ._agent.react import ReactResult, SessionLike, areact, react
-from ._agent.tool_search import (
-    SEARCH_TOOL_NAME,
-    DeliveredTools,
-    InMemoryMetaStore,
-    MetaStore,
-    ToolHit,
-    ToolSearch,
-)
+from ._agent.search_tool import SEARCH_TOOL_NAME
+from ._agent.tool_search import ToolSearch
 from ._backends.anthropic import AnthropicBackend
 from ._backends.bridge import run_blocking
 from ._backends.extractive import ExtractiveBackend

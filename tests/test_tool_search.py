@@ -32,7 +32,8 @@ from mellea_ctx import (
     to_anthropic,
     tool,
 )
-from mellea_ctx._agent.tool_search import DELIVERED_KEY, _terms
+from mellea_ctx._agent.bm25 import _terms
+from mellea_ctx._agent.delivered import DELIVERED_KEY
 
 
 def make(name: str, description: str, *, deferred: bool = True, **arguments: str) -> Tool:

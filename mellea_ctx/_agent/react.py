@@ -25,222 +25,34 @@ call does not store its goal twice. The system instructions are never stored.
 With a :class:`~mellea_ctx.ToolSearch`, deferred tools stay out of requests
 until the model finds them with ``tool_search``; definitions delivered in a
 session are not offered twice, and a compaction resets that record.
+
+The parts live beside this module: ``result`` (:class:`ReactResult`,
+:class:`SessionLike`), ``loop_state`` (one run's state and its session writes)
+and ``compaction_tools`` (the compactor in the loop, ``compact_context`` and
+``recall``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol
-
-import attrs
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .._backends.bridge import run_blocking
-from .._compaction.events import Event, EventHook, EventKind
-from .._compaction.prompts import render_conversation
-from .._compaction.records import CompactionRecord, record_sink
-from .._compaction.summarize import LLMSummarizeCompactor
-from .._compaction.token_budget import TokenBudgetCompactor
-from .._compaction.window import ThresholdCompactor
-from .._core.checkpoint import Checkpoint
-from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
+from .._compaction.events import EventHook
+from .._compaction.records import record_sink
+from .._core.components import ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.protocols import Backend, Compactor
-from .._core.tools import Tool, tool
+from .._core.tools import Tool
 from .._formats.openai import validate_openai
+from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
+from .loop_state import Loop, commit, dialogue_of
+from .result import ReactResult, SessionLike
 from .tool_search import ToolSearch
 
 __all__ = ["ReactResult", "SessionLike", "areact", "react"]
-
-COMPACT_TOOL = "compact_context"
-RECALL_TOOL = "recall"
-
-
-class SessionLike(Protocol):
-    """What the loop needs of a session snapshot (``SessionMemory.open(...)`` returns one)."""
-
-    @property
-    def session_id(self) -> str: ...
-
-    def commit(self, components: Sequence[Component]) -> SessionLike:
-        """Store one finished turn atomically; return the new snapshot."""
-        ...
-
-    def replace(self, dialogue: Sequence[Component]) -> SessionLike:
-        """Store the dialogue a compaction produced; return the new snapshot."""
-        ...
-
-
-@attrs.define(frozen=True, slots=True)
-class ReactResult:
-    """How an agent loop ended.
-
-    Attributes:
-        answer: The model's final text, or ``None`` when the budget ran out.
-        ctx: The context at the end (compacted, goal pinned).
-        turns: Model calls made.
-        stopped: ``"answer"`` or ``"budget"``.
-        session: The session snapshot after the last commit, when a session was given.
-    """
-
-    answer: str | None
-    ctx: ChatContext
-    turns: int
-    stopped: Literal["answer", "budget"]
-    session: SessionLike | None = None
-
-
-@attrs.define
-class _Loop:
-    """Mutable state of one run of the loop (never shared between runs)."""
-
-    backend: Backend
-    compactor: Compactor | None
-    on_event: EventHook | None
-    session: SessionLike | None
-    turn: int = 0
-    compact_requested: bool = False
-    focus: str = ""
-    committed: list[Component] = attrs.Factory(list)
-    ctx: ChatContext | None = None
-
-    def emit(self, kind: EventKind, **fields: Any) -> None:
-        if self.on_event is None:
-            return
-        tokens = self.ctx.token_count if self.ctx is not None else None
-        session_id = self.session.session_id if self.session is not None else None
-        self.on_event(Event(kind, turn=self.turn, tokens=tokens, session_id=session_id, **fields))
-
-    def on_record(self, record: CompactionRecord) -> None:
-        outcome = record.outcome
-        kind: EventKind = (
-            "compaction_applied"
-            if outcome == "applied"
-            else "compaction_skipped"
-            if outcome == "skipped"
-            else "compaction_failed"
-        )
-        self.emit(kind, record=record, error=record.error)
-
-
-def _builtin_tools(loop: _Loop) -> list[Tool]:
-    def compact_context(focus: str = "") -> str:
-        """Compact the conversation history before your next step.
-
-        Call it when the conversation has grown long, or before a new phase of
-        work: older messages are replaced by a checkpoint summary, and the goal
-        and recent messages stay. Use recall afterwards to read exact messages back.
-
-        Args:
-            focus: What the summary must keep in particular (files, decisions, open questions).
-        """
-        loop.compact_requested = True
-        loop.focus = focus
-        return "Compaction scheduled: it runs before your next step."
-
-    def recall(checkpoint: int = -1, start: int = 0, count: int = 10) -> str:
-        """Read back, word for word, messages that a checkpoint summary replaced.
-
-        A checkpoint that folded in an earlier one is read through it: the
-        messages are the original ones, numbered from the oldest.
-
-        Args:
-            checkpoint: Which checkpoint, counting from 0 (-1: the latest).
-            start: The first replaced message to show, counting from 0.
-            count: How many messages to show (at most 50).
-        """
-        assert loop.ctx is not None
-        checkpoints = [c for c in loop.ctx if isinstance(c, Checkpoint)]
-        if not checkpoints:
-            return "There is no checkpoint in the conversation, so nothing to recall."
-        try:
-            chosen = checkpoints[checkpoint]
-        except IndexError:
-            last = len(checkpoints) - 1
-            return f"There are {last + 1} checkpoints; pass checkpoint from 0 to {last}, or -1."
-        span = _originals(chosen)
-        if not span:
-            return "This checkpoint did not keep the messages it replaced (keep_replaced=False)."
-        count = max(1, min(count, 50))
-        start = max(0, start)
-        shown = span[start : start + count]
-        number = checkpoints.index(chosen)
-        header = (
-            f"Checkpoint {number} replaced {len(span)} messages; "
-            f"showing {start} to {start + len(shown) - 1}:"
-        )
-        return header + "\n" + render_conversation(shown)
-
-    return [tool(compact_context), tool(recall)]
-
-
-def _originals(checkpoint: Checkpoint) -> list[Component]:
-    """The original messages a checkpoint stands for, through any checkpoints it folded in."""
-    found: list[Component] = []
-    for component in checkpoint.span:
-        if isinstance(component, Checkpoint) and component.span:
-            found += _originals(component)
-        else:
-            found.append(component)
-    return found
-
-
-def _own_backend(compactor: object) -> Backend | None:
-    """The backend a compactor was built with, if any (looking through a threshold gate)."""
-    if isinstance(compactor, ThresholdCompactor):
-        return _own_backend(compactor.inner)
-    settings = getattr(compactor, "settings", None)
-    return getattr(settings, "default_backend", None)
-
-
-async def _compact(
-    compactor: object, ctx: ChatContext, backend: Backend | None, *, force: bool, focus: str
-) -> ChatContext:
-    """Run ``compactor`` on ``ctx``; ``force`` bypasses thresholds (the model asked)."""
-    instructions = focus or None
-    if isinstance(compactor, TokenBudgetCompactor):
-        return await compactor.acompact(
-            ctx, backend=backend, force=force, instructions=instructions
-        )
-    if isinstance(compactor, LLMSummarizeCompactor):
-        return await compactor.acompact(ctx, backend=backend, instructions=instructions)
-    if isinstance(compactor, ThresholdCompactor):
-        if force:
-            return await _compact(compactor.inner, ctx, backend, force=True, focus=focus)
-        return await compactor.acompact(ctx, backend=backend)
-    run = getattr(compactor, "acompact", None)
-    if run is not None:
-        result: ChatContext = await run(ctx, backend=backend)
-        return result
-    compact = getattr(compactor, "compact")  # noqa: B009 - checked in areact
-    result = compact(ctx, backend=backend)
-    return result
-
-
-def _dialogue(ctx: ChatContext) -> list[Component]:
-    """The history without its leading system messages (instructions are never stored)."""
-    items = ctx.as_list()
-    start = 0
-    while start < len(items) and items[start].role == "system":
-        start += 1
-    return items[start:]
-
-
-def _commit(loop: _Loop) -> None:
-    """Write what the context gained since the last commit, or its new dialogue."""
-    if loop.session is None or loop.ctx is None:
-        return
-    dialogue = _dialogue(loop.ctx)
-    done = loop.committed
-    if dialogue[: len(done)] == done:
-        if len(dialogue) == len(done):
-            return
-        loop.session = loop.session.commit(dialogue[len(done) :])
-    else:  # a compaction rewrote the history
-        loop.session = loop.session.replace(dialogue)
-    loop.committed = dialogue
-    loop.emit("session_committed")
 
 
 async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, str | None]:
@@ -308,8 +120,8 @@ async def areact(
     if tool_search is not None and not isinstance(tool_search, ToolSearch):
         msg = f"react: tool_search={tool_search!r} must be a ToolSearch"
         raise InvalidArgumentError(msg)
-    loop = _Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
-    builtins = _builtin_tools(loop) if compactor is not None else []
+    loop = Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
+    builtins = builtin_tools(loop) if compactor is not None else []
     delivered = None
     if tool_search is not None:
         owner = session.session_id if session is not None else f"react-{id(loop):x}"
@@ -326,9 +138,9 @@ async def areact(
         plain = [t for t in user_tools if t.name not in {d.name for d in tool_search.tools}]
         return [*plain, *tool_search.offered(delivered), *builtins]
 
-    compaction_backend = None if _own_backend(compactor) is not None else backend
+    compaction_backend = None if own_backend(compactor) is not None else backend
     if session is not None:
-        loop.committed = _dialogue(ctx)
+        loop.committed = dialogue_of(ctx)
     token = record_sink.set(loop.on_record)
     try:
         # The goal is stored with the first finished turn, not before: a call that fails
@@ -341,7 +153,7 @@ async def areact(
                 if forced:
                     loop.emit("compaction_started")
                 before = loop.ctx
-                loop.ctx = await _compact(
+                loop.ctx = await run_compactor(
                     compactor, before, compaction_backend, force=forced, focus=loop.focus
                 )
                 loop.compact_requested, loop.focus = False, ""
@@ -365,7 +177,7 @@ async def areact(
                 raise InvalidContextError(msg)
             loop.ctx = loop.ctx.add(output)
             if not output.tool_calls:
-                _commit(loop)
+                commit(loop)
                 loop.emit("turn_finished")
                 return ReactResult(output.value, loop.ctx, turn, "answer", loop.session)
             results = await asyncio.gather(
@@ -374,7 +186,7 @@ async def areact(
             for call, (text, error) in zip(output.tool_calls, results, strict=True):
                 loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
                 loop.emit("tool_called", tool=call.name, error=error)
-            _commit(loop)
+            commit(loop)
             loop.emit("turn_finished")
         return ReactResult(None, loop.ctx, loop_budget, "budget", loop.session)
     finally:

@@ -21,314 +21,31 @@ deferred tool in the request with ``"defer_loading": true``, out of the
 prompt until a ``tool_reference`` block in a tool result loads it
 (:meth:`ToolSearch.anthropic_tools` and ``search_tool(..., references=True)``);
 the request prefix then never changes, so the prompt cache keeps hitting.
+
+The parts live beside this module: ``bm25`` (terms and the index),
+``delivered`` (the record and its store), ``search_tool`` (the tool's
+definition and replies) and ``search_checks`` (what each accepts).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import math
-import re
-import threading
-from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import attrs
 
 from .._core.exceptions import InvalidArgumentError
-from .._core.tools import Tool, ToolArgumentError, tool
-from .._formats.anthropic import tool_references_text
+from .._core.tools import Tool
+from .bm25 import ToolHit, ToolIndex
+from .delivered import DeliveredTools, InMemoryMetaStore, MetaStore
+from .search_checks import check_call, check_catalog, check_float, check_int
+from .search_tool import SEARCH_TOOL_NAME, answer, catalog_lines, search_tool_template
 
-__all__ = [
-    "SEARCH_TOOL_NAME",
-    "DeliveredTools",
-    "InMemoryMetaStore",
-    "MetaStore",
-    "ToolHit",
-    "ToolSearch",
-]
-
-#: The name the model calls the search by.
-SEARCH_TOOL_NAME = "tool_search"
-
-#: Where :class:`DeliveredTools` keeps its record in a :class:`MetaStore`.
-DELIVERED_KEY = "mellea_ctx.tool_search.delivered"
+__all__ = ["ToolSearch"]
 
 CatalogPlacement = Literal["description", "system", "none"]
 _PLACEMENTS = ("description", "system", "none")
-
-# A run of letters, digits, '_' and '-' with a letter or digit in it: a word or an identifier.
-_COMPOUND = re.compile(r"[\w-]*[^\W_][\w-]*")
-# Letter runs and digit runs, any script.
-_RUN = re.compile(r"[^\W\d_]+|\d+")
-# bm25s's English list (33 words: articles, pronouns, auxiliaries); kept here so
-# that tokenizing needs no import.
-_STOPWORDS = frozenset(
-    {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into",
-        "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then",
-        "there", "these", "they", "this", "to", "was", "will", "with",
-    }
-)  # fmt: skip
-_SNIPPET_CHARS = 100
-
-
-def _bm25s() -> Any:
-    try:
-        import bm25s
-    except ModuleNotFoundError as exc:
-        msg = "ToolSearch needs the bm25s package: pip install 'mellea-ctx[search]'"
-        raise InvalidArgumentError(msg) from exc
-    return bm25s
-
-
-def _stem(word: str) -> str:
-    """Strip an English plural (Harman's S-stemmer): files -> file, queries -> query."""
-    if len(word) <= 3:
-        return word
-    if word.endswith("ies") and not word.endswith(("eies", "aies")):
-        return word[:-3] + "y"
-    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
-        return word[:-1]
-    if word.endswith("s") and not word.endswith(("us", "ss")):
-        return word[:-1]
-    return word
-
-
-def _words(compound: str) -> list[str]:
-    """Split an identifier into words: at '_' and '-', letters from digits, camelCase humps.
-
-    Examples:
-        >>> _words("getHTTPResponse_v2")
-        ['get', 'HTTP', 'Response', 'v', '2']
-    """
-    words: list[str] = []
-    for run in _RUN.findall(compound):
-        start = 0
-        for i in range(1, len(run)):
-            before, here, after = run[i - 1], run[i], run[i + 1 : i + 2]
-            if (before.islower() and here.isupper()) or (
-                before.isupper() and here.isupper() and after.islower()
-            ):
-                words.append(run[start:i])
-                start = i
-        words.append(run[start:])
-    return words
-
-
-def _terms(text: str) -> list[str]:
-    """Return the index terms of ``text``: lowercased, split, stemmed, stopwords dropped.
-
-    An identifier such as ``warehouse_stock`` or ``getInvoice`` yields its
-    words and, as one more term, the whole identifier, so the exact name
-    ranks its tool first.
-
-    Examples:
-        >>> _terms("Check the warehouse_stock of getInvoices")
-        ['check', 'warehouse', 'stock', 'warehouse_stock', 'get', 'invoice', 'getinvoices']
-    """
-    out: list[str] = []
-    for compound in _COMPOUND.findall(text):
-        out += _compound_terms(compound)
-    return out
-
-
-@functools.lru_cache(maxsize=65_536)
-def _compound_terms(compound: str) -> tuple[str, ...]:
-    """Return the terms of one word or identifier (memoized: text repeats its words)."""
-    if compound.isalpha() and compound.islower():
-        return () if compound in _STOPWORDS else (_stem(compound),)
-    parts = _words(compound)
-    terms = [_stem(word) for word in (part.lower() for part in parts) if word not in _STOPWORDS]
-    if len(parts) != 1:
-        terms.append(compound.lower())
-    return tuple(terms)
-
-
-def _document(tool: Tool) -> list[str]:
-    """Return the terms BM25 indexes for one tool.
-
-    The name counts twice (a name says more about a tool than any one word
-    of its description), then the description, then each argument's name and
-    description. A name whose words are all stopwords is kept whole, so no
-    document is empty.
-    """
-    name = _terms(tool.name) or [tool.name.lower()]
-    terms = name + name + _terms(tool.description)
-    for argument, schema in tool.parameters.get("properties", {}).items():
-        terms += _terms(argument)
-        if isinstance(schema, dict) and isinstance(schema.get("description"), str):
-            terms += _terms(schema["description"])
-    return terms
-
-
-def _snippet(description: str) -> str:
-    first = re.split(r"(?<=[.!?])\s", description.strip(), maxsplit=1)[0]
-    first = " ".join(first.split())
-    if len(first) > _SNIPPET_CHARS:
-        first = first[: _SNIPPET_CHARS - 1].rstrip() + "…"
-    return first
-
-
-@runtime_checkable
-class MetaStore(Protocol):
-    """Per-session key/value text: where :class:`DeliveredTools` keeps its record.
-
-    Two methods; a session store adapts in a few lines, for instance::
-
-        class SessionMeta:
-            def __init__(self, store): self.store = store
-            def get(self, session_id, key): return self.store.load(session_id).meta.get(key)
-            def set(self, session_id, key, value): self.store.set_meta(session_id, key, value)
-    """
-
-    def get(self, session_id: str, key: str) -> str | None:
-        """Return the value under ``key`` for the session, or ``None``."""
-        ...
-
-    def set(self, session_id: str, key: str, value: str | None) -> None:
-        """Store ``value`` under ``key`` for the session; ``None`` removes it."""
-        ...
-
-
-class InMemoryMetaStore:
-    """A :class:`MetaStore` in a dict: lives as long as the object, thread-safe.
-
-    Examples:
-        >>> store = InMemoryMetaStore()
-        >>> store.set("s1", "k", "v")
-        >>> store.get("s1", "k"), store.get("s2", "k")
-        ('v', None)
-    """
-
-    def __init__(self) -> None:
-        self._values: dict[tuple[str, str], str] = {}
-        self._lock = threading.Lock()
-
-    def get(self, session_id: str, key: str) -> str | None:
-        """Return the value under ``key`` for the session, or ``None``."""
-        with self._lock:
-            return self._values.get((session_id, key))
-
-    def set(self, session_id: str, key: str, value: str | None) -> None:
-        """Store ``value`` under ``key`` for the session; ``None`` removes it."""
-        with self._lock:
-            if value is None:
-                self._values.pop((session_id, key), None)
-            else:
-                self._values[(session_id, key)] = value
-
-    def __repr__(self) -> str:
-        return f"InMemoryMetaStore({len(self._values)} values)"
-
-
-class DeliveredTools:
-    """The tool definitions one session has already received, in delivery order.
-
-    The record lives in a :class:`MetaStore` under :data:`DELIVERED_KEY`, as
-    a JSON list of names, so a durable store keeps it across restarts and
-    workers. Reads go to the store each time; two searches racing in one
-    session may both deliver a definition (harmless: a session's turns are
-    sequential in practice).
-
-    Args:
-        session_id: The session the record belongs to.
-        store: Where the record lives; ``None`` keeps it in a new
-            :class:`InMemoryMetaStore` owned by this object. Use
-            :meth:`ToolSearch.delivered` to share one store across requests.
-
-    Raises:
-        InvalidArgumentError: For an empty or non-string session id, or a
-            store without ``get`` and ``set``.
-
-    Examples:
-        >>> delivered = DeliveredTools("s1")
-        >>> delivered.record(["billing_lookup", "read_file"])
-        >>> delivered.names, "read_file" in delivered
-        (('billing_lookup', 'read_file'), True)
-    """
-
-    def __init__(self, session_id: str, store: MetaStore | None = None) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            msg = f"DeliveredTools: session_id={session_id!r} must be a non-empty string"
-            raise InvalidArgumentError(msg)
-        if store is not None and not isinstance(store, MetaStore):
-            msg = (
-                f"DeliveredTools: store={store!r} has no get(session_id, key) and "
-                "set(session_id, key, value); pass a MetaStore such as InMemoryMetaStore()"
-            )
-            raise InvalidArgumentError(msg)
-        self.session_id = session_id
-        self.store: MetaStore = store if store is not None else InMemoryMetaStore()
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The delivered names, oldest first (an unreadable record reads as empty)."""
-        raw = self.store.get(self.session_id, DELIVERED_KEY)
-        if raw is None:
-            return ()
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return ()
-        if not isinstance(value, list):
-            return ()
-        return tuple(dict.fromkeys(name for name in value if isinstance(name, str)))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.names
-
-    def record(self, names: Iterable[str]) -> None:
-        """Add ``names`` to the record (names already there keep their place)."""
-        current = self.names
-        merged = tuple(dict.fromkeys((*current, *names)))
-        if merged != current:
-            self.store.set(self.session_id, DELIVERED_KEY, json.dumps(list(merged)))
-
-    def clear(self) -> None:
-        """Forget every delivery of this session."""
-        self.store.set(self.session_id, DELIVERED_KEY, None)
-
-    def __repr__(self) -> str:
-        return f"DeliveredTools({self.session_id!r}, {len(self.names)} delivered)"
-
-
-@attrs.define(frozen=True, slots=True)
-class ToolHit:
-    """One search result: a deferred tool and its BM25 score (higher is better)."""
-
-    tool: Tool
-    score: float
-
-
-def _check_int(owner: str, name: str, value: object, *, minimum: int, hint: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{owner}: {name}={value!r} must be an int >= {minimum}; {hint}"
-        raise InvalidArgumentError(msg)
-    return value
-
-
-def _check_float(
-    owner: str, name: str, value: object, *, low: float, high: float, hint: str
-) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        if low == -math.inf:
-            expected = "a finite number"
-        elif high == math.inf:
-            expected = f"a number >= {low}"
-        else:
-            expected = f"a number in [{low}, {high}]"
-        msg = f"{owner}: {name}={value!r} must be {expected}; {hint}"
-        raise InvalidArgumentError(msg)
-    return float(value)
-
-
 _INF = math.inf
 
 
@@ -398,32 +115,13 @@ class ToolSearch:
         store: MetaStore | None = None,
     ) -> None:
         owner = "ToolSearch"
-        if isinstance(tools, Tool | str) or not isinstance(tools, Iterable):
-            msg = f"{owner}: tools={tools!r} must be an iterable of Tool; pass a list"
-            raise InvalidArgumentError(msg)
-        catalogue = tuple(tools)
-        for item in catalogue:
-            if not isinstance(item, Tool):
-                msg = f"{owner}: {item!r} in tools is not a Tool; wrap functions with tool(fn)"
-                raise InvalidArgumentError(msg)
-        names = [item.name for item in catalogue]
-        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
-        if repeated:
-            listed = ", ".join(map(repr, repeated))
-            msg = f"{owner}: more than one tool is named {listed}; names must be unique"
-            raise InvalidArgumentError(msg)
-        if SEARCH_TOOL_NAME in names:
-            msg = (
-                f"{owner}: a tool is named {SEARCH_TOOL_NAME!r}, the search tool's own name; "
-                "rename it with tool(name=...)(fn)"
-            )
-            raise InvalidArgumentError(msg)
-        self.limit = _check_int(owner, "limit", limit, minimum=1, hint="pass 1 or more")
-        self.min_score = _check_float(
+        catalogue = check_catalog(owner, tools)
+        self.limit = check_int(owner, "limit", limit, minimum=1, hint="pass 1 or more")
+        self.min_score = check_float(
             owner, "min_score", min_score, low=-_INF, high=_INF, hint="0.0 finds any match"
         )
-        self.k1 = _check_float(owner, "k1", k1, low=0.0, high=_INF, hint="the usual is 1.2-2.0")
-        self.b = _check_float(owner, "b", b, low=0.0, high=1.0, hint="the usual is 0.75")
+        self.k1 = check_float(owner, "k1", k1, low=0.0, high=_INF, hint="the usual is 1.2-2.0")
+        self.b = check_float(owner, "b", b, low=0.0, high=1.0, hint="the usual is 0.75")
         if catalog not in _PLACEMENTS:
             msg = f"{owner}: catalog={catalog!r} must be one of {', '.join(map(repr, _PLACEMENTS))}"
             raise InvalidArgumentError(msg)
@@ -447,12 +145,9 @@ class ToolSearch:
         self._tools = catalogue
         self._deferred = tuple(item for item in catalogue if item.deferred)
         self._by_name = {item.name: item for item in self._deferred}
-        self._index: Any = None
-        if self._deferred:
-            bm25s = _bm25s()
-            self._index = bm25s.BM25(k1=self.k1, b=self.b, dtype="float64")
-            self._index.index([_document(item) for item in self._deferred], show_progress=False)
-        self._template = self._build_search_tool()
+        self._index = ToolIndex(self._deferred, k1=self.k1, b=self.b) if self._deferred else None
+        listed = self._catalog_lines() if catalog == "description" else []
+        self._template = search_tool_template(listed, limit=self.limit, min_score=self.min_score)
 
     def __repr__(self) -> str:
         return (
@@ -485,11 +180,7 @@ class ToolSearch:
             raise InvalidArgumentError(msg)
         if self._index is None:
             return {}
-        ids = self._index.get_tokens_ids(list(dict.fromkeys(_terms(query))))
-        if not ids:
-            return {item.name: 0.0 for item in self._deferred}
-        values = self._index.get_scores_from_ids(ids)
-        return {item.name: float(value) for item, value in zip(self._deferred, values, strict=True)}
+        return self._index.scores(query)
 
     def search(
         self,
@@ -518,9 +209,9 @@ class ToolSearch:
         """
         owner = "ToolSearch.search"
         count = self.limit if limit is None else limit
-        count = _check_int(owner, "limit", count, minimum=1, hint="pass 1 or more")
+        count = check_int(owner, "limit", count, minimum=1, hint="pass 1 or more")
         floor = self.min_score if min_score is None else min_score
-        floor = _check_float(owner, "min_score", floor, low=-_INF, high=_INF, hint="pass 0.0")
+        floor = check_float(owner, "min_score", floor, low=-_INF, high=_INF, hint="pass 0.0")
         if isinstance(exclude, str) or not isinstance(exclude, Iterable):
             msg = f"{owner}: exclude={exclude!r} must be an iterable of names, such as a list"
             raise InvalidArgumentError(msg)
@@ -537,13 +228,7 @@ class ToolSearch:
     # -- the search tool ----------------------------------------------------------------
 
     def _catalog_lines(self) -> list[str]:
-        lines = []
-        for item in sorted(self._deferred, key=lambda t: t.name):
-            if self.catalog_snippets:
-                lines.append(f"- {item.name}: {_snippet(item.description)}")
-            else:
-                lines.append(f"- {item.name}")
-        return lines
+        return catalog_lines(self._deferred, snippets=self.catalog_snippets)
 
     def catalog_text(self) -> str:
         """Return the list of searchable tools for the system prompt, when ``catalog="system"``.
@@ -559,27 +244,6 @@ class ToolSearch:
         )
         return "\n".join([header, *self._catalog_lines()])
 
-    def _build_search_tool(self) -> Tool:
-        description = (
-            "Search the tools that are not loaded yet and load the definitions that match. "
-            "Use keywords for what you need to do, or a tool's exact name; the matching "
-            "tools can then be called like any other."
-        )
-        if self.catalog == "description" and self._deferred:
-            description += "\n\nSearchable tools:\n" + "\n".join(self._catalog_lines())
-
-        def tool_search(query: str, limit: int | None = None, score: float | None = None) -> str:
-            raise NotImplementedError  # only the schema is read; see search_tool
-
-        tool_search.__doc__ = f"""Search the deferred tools.
-
-        Args:
-            query: Keywords for what you need to do, or a tool's exact name.
-            limit: At most this many definitions (default and maximum {self.limit}).
-            score: Only tools scoring strictly above this BM25 score (default {self.min_score}).
-        """
-        return tool(name=SEARCH_TOOL_NAME, description=description)(tool_search)
-
     def _run(
         self,
         delivered: DeliveredTools,
@@ -588,21 +252,7 @@ class ToolSearch:
         limit: object,
         score: object,
     ) -> str:
-        if not isinstance(query, str):
-            msg = f"{SEARCH_TOOL_NAME}: query={query!r} must be a string of keywords"
-            raise ToolArgumentError(msg)
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            msg = f"{SEARCH_TOOL_NAME}: limit={limit!r} must be an integer >= 1, or left out"
-            raise ToolArgumentError(msg)
-        if score is not None and (
-            isinstance(score, bool)
-            or not isinstance(score, int | float)
-            or not math.isfinite(score)
-        ):
-            msg = f"{SEARCH_TOOL_NAME}: score={score!r} must be a finite number, or left out"
-            raise ToolArgumentError(msg)
+        query, limit, score = check_call(query, limit, score)
         count = self.limit if limit is None else min(limit, self.limit)
         floor = self.min_score if score is None else float(score)
         already = delivered.names
@@ -610,19 +260,7 @@ class ToolSearch:
         matching = self.search(query, min_score=floor)
         known = [hit.tool.name for hit in matching if hit.tool.name in already]
         delivered.record(hit.tool.name for hit in hits)
-        if hits and references:
-            return tool_references_text(hit.tool.name for hit in hits)
-        loaded = f"Already loaded, call directly: {', '.join(known)}." if known else ""
-        if not hits:
-            return " ".join(filter(None, [f"No new tool matches {query!r}.", loaded]))
-        parts = [f"Loaded {len(hits)} tool definition(s); call them like any other tool."]
-        for hit in hits:
-            parts.append(
-                f"{hit.tool.name}: {hit.tool.description}\nParameters: {hit.tool.schema_json}"
-            )
-        if loaded:
-            parts.append(loaded)
-        return "\n\n".join(parts)
+        return answer(query, hits, known, references=references)
 
     def search_tool(self, delivered: DeliveredTools, *, references: bool = False) -> Tool:
         """Return the ``tool_search`` tool for one session.

@@ -6,7 +6,8 @@ with tool results of varied sizes full of paths, ids and numbers. The
 context carries a :class:`~mellea_ctx.TokenBudgetCompactor` with the
 offline :class:`~mellea_ctx.ExtractiveBackend`, so it compacts itself
 inline whenever it passes the budget. The chart is drawn with rich; the
-image (``--plot``) with matplotlib, an optional extra.
+image (``--plot``) with matplotlib, an optional extra. The click command
+itself, :func:`demo`, is at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import Final
 
 import attrs
+import click
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -30,8 +32,11 @@ from .._core.components import Message, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.pins import pin_system_and_initial_user
 from .._core.tokens import count_memoized
+from .options import CONTEXT, tokens_option
+from .terminal import InputError, progress, stderr, stdout
+from .transcripts import write
 
-__all__ = ["DemoRun", "chart", "plot_png", "simulate", "summary_table"]
+__all__ = ["DemoRun", "chart", "demo", "plot_png", "simulate", "summary_table"]
 
 SEED: Final = 20_240_611
 
@@ -248,3 +253,63 @@ def plot_png() -> Callable[[DemoRun], bytes]:
         return buffer.getvalue()
 
     return draw
+
+
+# -- the command ----------------------------------------------------------------------
+
+_DEMO_HELP = """\
+Run a simulated agent session with inline compaction, and chart its tokens.
+
+A deterministic, offline agent (no key, no network) works through --turns
+model steps, each a tool call and its result, on a context that compacts
+itself with a token budget (TokenBudgetCompactor, extractive summaries). The
+chart shows the context's token total after each step; the table compares it
+with the same session without compaction. --plot also writes the chart as an
+image (needs matplotlib: pip install 'mellea-ctx[plot]').
+
+\b
+Examples:
+  mellea-ctx demo
+  mellea-ctx demo --turns 120 --budget 12000 --plot tokens.png
+"""
+
+
+@click.command(
+    "demo",
+    help=_DEMO_HELP,
+    short_help="A simulated agent session compacting inline, charted.",
+    context_settings=CONTEXT,
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(1, 2_000),
+    default=40,
+    show_default=True,
+    metavar="N",
+    help="Model steps to simulate.",
+)
+@tokens_option(
+    "--budget",
+    default=6_000,
+    show_default=True,
+    help="The compactor's trigger, in tokens.",
+)
+@click.option("--plot", metavar="PNG", help="Also write the chart as an image.")
+def demo(turns: int, budget: int, plot: str | None) -> None:
+    if budget < 1_000:
+        raise click.UsageError(f"--budget {budget} is too small for the demo; use 1000 or more")
+    plotter = None
+    if plot is not None:
+        try:
+            plotter = plot_png()
+        except ImportError as exc:
+            msg = "--plot needs matplotlib: pip install 'mellea-ctx[plot]'"
+            raise InputError(msg) from exc
+    console = stdout()
+    with progress(stderr(), f"Simulating {turns} model steps"):
+        run = simulate(turns, budget)
+    console.print(chart(run, width=min(console.width, 120)))
+    console.print(summary_table(run))
+    if plotter is not None and plot is not None:
+        write(plotter(run), plot)
+        console.print(f"wrote {plot}")

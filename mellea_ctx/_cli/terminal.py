@@ -1,0 +1,66 @@
+"""How the command line meets the terminal: its name, exit statuses, errors, consoles.
+
+Errors the user can fix are one line on stderr (:class:`InputError`, status 2;
+:class:`Failure`, status 1); reports go to a rich console on stdout or stderr,
+and a spinner shows on stderr while a model works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PROG",
+    "Failure",
+    "InputError",
+    "progress",
+    "stderr",
+    "stdout",
+]
+
+PROG: Final = "mellea-ctx"
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class InputError(click.ClickException):
+    """Input or output the user can fix: one line on stderr, exit status 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{PROG}: error: {self.format_message()}", err=True)
+
+
+class Failure(InputError):
+    """A model call or an internal check failed: one line on stderr, exit status 1."""
+
+    exit_code = EXIT_FAILED
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def stdout() -> Console:
+    return Console(highlight=False)
+
+
+@contextmanager
+def progress(console: Console, what: str) -> Iterator[None]:
+    """Show a spinner with the elapsed time on ``console`` while the block runs."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as shown:
+        shown.add_task(what, total=None)
+        yield

@@ -1,0 +1,82 @@
+"""``mellea-ctx validate``: check a conversation's tool calls against a provider's rules."""
+
+from __future__ import annotations
+
+import click
+
+from .._formats.history import Provider, repair_history
+from .._formats.openai import _problems
+from .._formats.transcripts import _document
+from .options import CONTEXT, format_option
+from .report import problems_table
+from .terminal import EXIT_FAILED, stderr, stdout
+from .transcripts import anthropic_problems, load, to_stdout, write
+
+__all__ = ["validate"]
+
+_VALIDATE_HELP = """\
+Check a conversation against a provider's rules for tool calls, and repair it.
+
+\b
+openai:     every tool result right after the assistant message that called
+            it; every call of a closed exchange answered; ids unique.
+anthropic:  user first; every tool_result in the user turn right after its
+            tool_use; every tool_use of a closed turn answered; ids unique;
+            no system message after the start.
+
+The exit status is 0 when the conversation is valid, 1 when it is not. With
+--repair, orphan tool results are dropped, unanswered calls get a placeholder
+result, reused call ids are removed (and, for anthropic, a leading assistant
+turn gets a user message in front and a later system message becomes user
+text); the result is written (in the input's format) to OUT or stdout, and the
+status is 0.
+
+\b
+Examples:
+  mellea-ctx validate run.json --provider openai
+  mellea-ctx validate run.anthropic.json --provider anthropic --repair -o fixed.json
+"""
+
+
+@click.command(
+    "validate",
+    help=_VALIDATE_HELP,
+    short_help="Check tool calls against OpenAI or Anthropic rules; --repair.",
+    context_settings=CONTEXT,
+)
+@click.argument("file", metavar="FILE")
+@click.option(
+    "--provider",
+    type=click.Choice(["openai", "anthropic"]),
+    help="Whose rules [default: the file's format: anthropic for Anthropic files].",
+)
+@click.option("--repair", is_flag=True, help="Write a repaired conversation.")
+@click.option("-o", "--output", metavar="OUT", help="With --repair: where [default: stdout].")
+@format_option("The input's format (and so the output's) [default: detected].")
+def validate(
+    file: str, provider: Provider | None, repair: bool, output: str | None, fmt: str | None
+) -> None:
+    if output is not None and not repair:
+        raise click.UsageError("-o/--output goes with --repair")
+    transcript, source = load(file, fmt)
+    chosen: Provider = provider or ("anthropic" if transcript.format == "anthropic" else "openai")
+    items = transcript.components
+    if chosen == "openai":
+        problems = _problems(items, transcript.locations.__getitem__)
+    else:
+        problems = anthropic_problems(transcript)
+    report = stderr() if repair and to_stdout(output) else stdout()
+    located = [(transcript.locations[index], text) for index, text in problems]
+    if not repair:
+        report.print(problems_table(source, chosen, located, len(items)))
+        if problems:
+            raise click.exceptions.Exit(EXIT_FAILED)
+        return
+    repaired, changes = repair_history(items, provider=chosen)
+    write(_document(repaired, transcript.format), output)
+    located = []
+    for change in changes:
+        label, _, text = change.partition(": ")
+        index = int(label.split()[-1])
+        located.append((transcript.locations[index], text))
+    report.print(problems_table(source, chosen, located, len(items), repaired=len(repaired)))
