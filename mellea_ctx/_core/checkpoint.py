@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .components import MAX_COUNT, Component, Role, _require_str, _text, _tuple_of
+from .calls import MAX_COUNT
+from .checks import _require_str, _text, _tuple_of
+from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .reprs import short_repr
 

@@ -21,15 +21,26 @@ changes nothing a caller can see.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
 from pyrsistent import PMap
 
+from .calls import ToolCall, Usage
+from .checks import (
+    _fail,
+    _images,
+    _is_plain,
+    _optional_text,
+    _parts,
+    _require_str,
+    _text,
+    _tuple_of,
+    text_of,
+)
 from .exceptions import InvalidComponentError
-from .parts import EMPTY, PART_TYPES, ImagePart, Part, TextPart, to_extra
+from .parts import EMPTY, ImagePart, Part, TextPart, to_extra
 from .reprs import field_repr, short_repr
 
 __all__ = [
@@ -49,40 +60,6 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 #: Roles a plain :class:`Message` may take; tool results use :class:`ToolMessage`.
 MESSAGE_ROLES: Final = ("system", "developer", "user", "assistant")
 #: The largest count a component holds (tokens, messages): an int64, as stores and JSON
-#: readers elsewhere expect; Python's str() refuses ints past 4,300 digits anyway.
-MAX_COUNT: Final = 2**63 - 1
-
-
-def _fail(owner: str, field: str, value: object, expected: str, fix: str) -> InvalidComponentError:
-    msg = f"{owner}: {field}={short_repr(value, 200)} {expected}; {fix}"
-    return InvalidComponentError(msg)
-
-
-def _require_str(owner: str, field: str, value: object, *, allow_empty: bool = True) -> None:
-    if not isinstance(value, str):
-        raise _fail(owner, field, value, "must be a str", "convert it with str() or json.dumps()")
-    if not allow_empty and not value:
-        raise _fail(owner, field, value, "must not be empty", f"pass the provider's {field}")
-
-
-def _tuple_of(kind: type, owner: str, field: str, value: object) -> tuple[Any, ...]:
-    if value == ():
-        return ()
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise _fail(
-            owner, field, value, f"must be a sequence of {kind.__name__}", "wrap it in a tuple"
-        )
-    items = tuple(value)
-    for item in items:
-        if not isinstance(item, kind):
-            raise _fail(
-                owner,
-                field,
-                value,
-                f"must hold only {kind.__name__} values, got {type(item).__name__}",
-                f"build each item as {kind.__name__}(...)",
-            )
-    return items
 
 
 def _message_calls(value: object) -> tuple[ToolCall, ...]:
@@ -91,80 +68,6 @@ def _message_calls(value: object) -> tuple[ToolCall, ...]:
 
 def _thunk_calls(value: object) -> tuple[ToolCall, ...]:
     return _tuple_of(ToolCall, "ModelOutputThunk", "tool_calls", value)
-
-
-def _text(owner: str, *, allow_empty: bool = True) -> Any:
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if type(value) is not str or not (value or allow_empty):
-            _require_str(owner, attribute.name, value, allow_empty=allow_empty)
-
-    return check
-
-
-def _optional_text(owner: str) -> Any:
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is not None:
-            _require_str(owner, attribute.name, value, allow_empty=False)
-
-    return check
-
-
-def _images(value: object) -> tuple[str, ...]:
-    return _tuple_of(str, "Message", "images", value)
-
-
-def _parts(owner: str) -> Any:
-    """A converter: text, ``None`` (no content) or a sequence of parts, to a tuple of parts."""
-
-    def convert(value: object) -> tuple[Part, ...]:
-        if value is None:
-            return ()
-        if type(value) is str:
-            return (TextPart(value),)
-        if isinstance(value, PART_TYPES):
-            return (value,)
-        if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
-            raise _fail(
-                owner,
-                "content",
-                value,
-                "must be a str, None, or a sequence of parts",
-                "pass text, or parts such as TextPart(...) and ImagePart(...)",
-            )
-        items = tuple(value)
-        for item in items:
-            if not isinstance(item, PART_TYPES):
-                raise _fail(
-                    owner,
-                    "content",
-                    value,
-                    f"must hold only parts, got {type(item).__name__}",
-                    "build each item as TextPart(...), ImagePart(...), ... or wrap text in "
-                    "TextPart",
-                )
-        return items
-
-    return convert
-
-
-def text_of(parts: tuple[Part, ...]) -> str:
-    """The text view of ``parts``: their text parts, joined by a blank line.
-
-    Examples:
-        >>> print(text_of((TextPart("a"), ImagePart(url="https://x/y.png"), TextPart("b"))))
-        a
-        <BLANKLINE>
-        b
-    """
-    if len(parts) == 1:
-        only = parts[0]
-        return only.text if type(only) is TextPart else ""
-    return "\n\n".join(part.text for part in parts if type(part) is TextPart)
-
-
-def _is_plain(parts: tuple[Part, ...]) -> bool:
-    """Whether ``parts`` can travel as one plain string (no list of blocks needed)."""
-    return not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
 
 
 def _message_parts(value: object) -> tuple[Part, ...]:
@@ -181,21 +84,6 @@ def _thunk_parts(value: object) -> tuple[Part, ...]:
 
 def _structured(instance: Any) -> bool:
     return not _is_plain(instance.parts)
-
-
-def _json_arguments(value: object) -> object:
-    if not isinstance(value, Mapping):
-        return value
-    try:  # NaN and Infinity are not JSON: a provider would reject them
-        return json.dumps(dict(value), allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        reason = "nests too deeply" if isinstance(exc, RecursionError) else str(exc)
-        msg = (
-            f"ToolCall: arguments={short_repr(value)} cannot be written as JSON ({reason}); "
-            "pass a JSON string or a mapping of JSON values (str, int, finite float, bool, "
-            "None, lists and mappings of those)"
-        )
-        raise InvalidComponentError(msg) from exc
 
 
 class _TokenMemo:
@@ -264,64 +152,6 @@ class Component(_TokenMemo):
                 if ref is not None:
                     out.append(ref)
         return tuple(out)
-
-
-@attrs.define(frozen=True, slots=True, repr=False)
-class ToolCall:
-    """One function call an assistant asks for.
-
-    Args:
-        id: The provider's id for the call; the tool result names it.
-        name: The function's name.
-        arguments: The arguments as a JSON string, as the wire format carries
-            them. A mapping is accepted and serialised with :func:`json.dumps`.
-
-    Raises:
-        InvalidComponentError: For an empty ``id`` or ``name``, non-string
-            arguments, or a mapping that is not JSON (an object, ``NaN``, a
-            cycle, nesting too deep to write).
-
-    Examples:
-        >>> ToolCall("call_1", "read_file", {"path": "a.py"}).arguments
-        '{"path": "a.py"}'
-    """
-
-    id: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
-    name: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
-    arguments: str = attrs.field(
-        default="{}", converter=_json_arguments, validator=_text("ToolCall")
-    )
-    #: Keys the provider sent on the call that we do not model (``cache_control``, ...).
-    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
-
-
-@attrs.define(frozen=True, slots=True)
-class Usage:
-    """Token usage a provider reported for one generation.
-
-    Examples:
-        >>> Usage(prompt_tokens=120, completion_tokens=30).total_tokens
-        150
-    """
-
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int = attrs.field()
-
-    @total_tokens.default
-    def _sum(self) -> int:
-        self._check("prompt_tokens", "completion_tokens")  # before adding them up
-        return self.prompt_tokens + self.completion_tokens
-
-    def __attrs_post_init__(self) -> None:
-        self._check("prompt_tokens", "completion_tokens", "total_tokens")
-
-    def _check(self, *fields: str) -> None:
-        for field in fields:
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-                expected = "must be an int from 0 to 2**63 - 1"
-                raise _fail("Usage", field, value, expected, "pass the provider's count")
 
 
 def _message_role(_instance: object, _attribute: object, role: Any) -> None:

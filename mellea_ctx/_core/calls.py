@@ -1,0 +1,94 @@
+"""``ToolCall`` and ``Usage``: the two values an assistant output carries besides its parts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from pyrsistent import PMap
+
+from .checks import _fail, _text
+from .exceptions import InvalidComponentError
+from .parts import EMPTY, to_extra
+from .reprs import short_repr
+
+__all__ = ["MAX_COUNT", "ToolCall", "Usage"]
+
+#: The largest count a component holds (tokens, messages): an int64, as stores and JSON
+#: readers elsewhere expect; Python's str() refuses ints past 4,300 digits anyway.
+MAX_COUNT: Final = 2**63 - 1
+
+
+def _json_arguments(value: object) -> object:
+    if not isinstance(value, Mapping):
+        return value
+    try:  # NaN and Infinity are not JSON: a provider would reject them
+        return json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        msg = (
+            f"ToolCall: arguments={short_repr(value)} cannot be written as JSON ({reason}); "
+            "pass a JSON string or a mapping of JSON values (str, int, finite float, bool, "
+            "None, lists and mappings of those)"
+        )
+        raise InvalidComponentError(msg) from exc
+
+
+@attrs.define(frozen=True, slots=True, repr=False)
+class ToolCall:
+    """One function call an assistant asks for.
+
+    Args:
+        id: The provider's id for the call; the tool result names it.
+        name: The function's name.
+        arguments: The arguments as a JSON string, as the wire format carries
+            them. A mapping is accepted and serialised with :func:`json.dumps`.
+
+    Raises:
+        InvalidComponentError: For an empty ``id`` or ``name``, non-string
+            arguments, or a mapping that is not JSON (an object, ``NaN``, a
+            cycle, nesting too deep to write).
+
+    Examples:
+        >>> ToolCall("call_1", "read_file", {"path": "a.py"}).arguments
+        '{"path": "a.py"}'
+    """
+
+    id: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
+    name: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
+    arguments: str = attrs.field(
+        default="{}", converter=_json_arguments, validator=_text("ToolCall")
+    )
+    #: Keys the provider sent on the call that we do not model (``cache_control``, ...).
+    extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
+
+
+@attrs.define(frozen=True, slots=True)
+class Usage:
+    """Token usage a provider reported for one generation.
+
+    Examples:
+        >>> Usage(prompt_tokens=120, completion_tokens=30).total_tokens
+        150
+    """
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int = attrs.field()
+
+    @total_tokens.default
+    def _sum(self) -> int:
+        self._check("prompt_tokens", "completion_tokens")  # before adding them up
+        return self.prompt_tokens + self.completion_tokens
+
+    def __attrs_post_init__(self) -> None:
+        self._check("prompt_tokens", "completion_tokens", "total_tokens")
+
+    def _check(self, *fields: str) -> None:
+        for field in fields:
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+                expected = "must be an int from 0 to 2**63 - 1"
+                raise _fail("Usage", field, value, expected, "pass the provider's count")
