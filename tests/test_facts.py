@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
+
+import pytest
+
 from mellea_ctx import (
     Checkpoint,
     Fact,
@@ -11,6 +15,8 @@ from mellea_ctx import (
     extract_facts,
     missing_facts,
 )
+from mellea_ctx._core.fact_patterns import candidates
+from mellea_ctx._core.facts import fact_budget
 
 
 def kinds(facts: list[Fact]) -> dict[str, list[str]]:
@@ -85,3 +91,137 @@ class TestMissingFacts:
         """Only details absent from the summary (up to whitespace) are reported."""
         facts = [Fact("path", "src/a.py"), Fact("command", "make  test"), Fact("id", "X7BYG1")]
         assert missing_facts(facts, "Edited src/a.py; ran make test.") == [Fact("id", "X7BYG1")]
+
+
+def texts(facts: list[Fact]) -> set[str]:
+    return {fact.text for fact in facts}
+
+
+class TestKindsAndPatterns:
+    def test_budget_is_shared_across_kinds(self) -> None:
+        """Many early commands do not crowd out a later path, id or commit hash."""
+        calls = [
+            Message(
+                "assistant", "", tool_calls=[ToolCall(f"c{i}", "bash", {"command": f"ls d{i}"})]
+            )
+            for i in range(40)
+        ]
+        late = Message("assistant", "Edited src/late.py for spotter-fum.4; made 3bb8701a.")
+        found = kinds(extract_facts([*calls, late], limit=6))
+        assert {"path", "id", "command"} <= set(found)
+        assert "src/late.py" in found["path"]
+
+    def test_frequency_and_recency_rank_within_a_kind(self) -> None:
+        """A path mentioned three times outranks one mentioned once."""
+        span = [Message("assistant", "Read lib/once.ex and lib/often.ex.")]
+        span += [Message("assistant", f"Again lib/often.ex ({i}).") for i in range(2)]
+        paths = kinds(extract_facts(span))["path"]
+        assert paths[0] == "lib/often.ex"
+
+    def test_lowercase_dotted_ids(self) -> None:
+        """Tracker ids like spotter-fum.1 are found, in prose and in tool output."""
+        span = [
+            Message("assistant", "Working on spotter-fum.1 now."),
+            ToolMessage("Ready: spotter-fum.2 [P1] Rebuild panel", tool_call_id="c1"),
+        ]
+        assert {"spotter-fum.1", "spotter-fum.2"} <= set(kinds(extract_facts(span))["id"])
+
+    def test_commit_hashes_in_git_output(self) -> None:
+        """A hash git printed for a commit it made, or in a one-line log, is a commit."""
+        output = "[spotter-fum 3bb8701] feat: enrich renderer\n 2 files changed\n"
+        log = "b9288c2 feat: panel\n980e43b docs: readme\n"
+        span = [ToolMessage(output, tool_call_id="c1"), ToolMessage(log, tool_call_id="c2")]
+        assert {"3bb8701", "b9288c2", "980e43b"} <= set(kinds(extract_facts(span))["commit"])
+
+    def test_errors_and_test_results_in_tool_output(self) -> None:
+        """Error and traceback lines and test summaries are kept from tool output."""
+        output = (
+            "Compiling 2 files (.ex)\n"
+            "** (CompileError) lib/a.ex:12: undefined function row_classes/3\n"
+            "Traceback (most recent call last):\n"
+            "ValueError: bad size\n"
+            "Finished in 0.4 seconds\n49 tests, 0 failures\n"
+            "=== 3 passed, 1 failed in 0.52s ===\n"
+        )
+        found = kinds(extract_facts([ToolMessage(output, tool_call_id="c1")]))
+        assert "** (CompileError) lib/a.ex:12: undefined function row_classes/3" in found["error"]
+        assert "ValueError: bad size" in found["error"]
+        assert {"49 tests, 0 failures", "3 passed, 1 failed in 0.52s"} <= set(found["result"])
+
+    def test_numbers_with_thousands_separators(self) -> None:
+        """A count such as "4,812 invoices" is kept with its noun."""
+        found = kinds(extract_facts([Message("user", "Right now 4,812 invoices are stuck.")]))
+        assert "4,812 invoices" in found["quantity"]
+
+    def test_commands_from_parsed_arguments(self) -> None:
+        """A command with quotes is kept as run, not as JSON-escaped text."""
+        call = ToolCall("c1", "Bash", {"command": 'git commit -m "fix: quotes"'})
+        facts = extract_facts([Message("assistant", "", tool_calls=[call])])
+        assert Fact("command", 'git commit -m "fix: quotes"') in facts
+        assert not any("\\" in fact.text for fact in facts)
+
+    def test_long_command_keeps_its_first_line(self) -> None:
+        """A multi-line command (a heredoc commit) is kept by its first line."""
+        command = "git add lib/a.ex && git commit -m \"$(cat <<'EOF'\nfeat: x\n" + "y" * 400
+        call = ToolCall("c1", "Bash", {"command": command})
+        found = kinds(extract_facts([Message("assistant", "", tool_calls=[call])]))
+        assert found["command"] == ["git add lib/a.ex && git commit -m \"$(cat <<'EOF'"]
+
+    def test_files_the_agent_touched_relative_to_the_project(self) -> None:
+        """Paths in Read/Edit arguments under one project root are given relative to it."""
+        root = "/home/u/projects/app"
+        calls = [
+            ToolCall(f"c{i}", "Read", {"file_path": f"{root}/lib/{name}.ex"})
+            for i, name in enumerate(["a", "b", "c"])
+        ]
+        edit = ToolCall("e", "Edit", {"file_path": f"{root}/lib/a.ex", "new_string": "`x y`"})
+        found = kinds(extract_facts([Message("assistant", "", tool_calls=[*calls, edit])]))
+        assert found["path"][0] == "lib/a.ex"
+        assert {"lib/b.ex", "lib/c.ex"} <= set(found["path"])
+        assert "command" not in found  # the edit's code is not prose
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Call `render/2` with the option.",  # an arity, not a path
+            "Each call/result pair is threaded.",  # prose, not a path
+            "The panel uses #334155 as its border.",  # a colour
+            "Stamped 2026-02-10T22:14:03Z.",  # a timestamp piece
+            "Use `classify_line` here.",  # a lone identifier is not a command
+        ],
+    )
+    def test_false_positives(self, text: str) -> None:
+        """Arities, prose pairs, colours, timestamps, lone identifiers: not paths or commands."""
+        found = kinds(extract_facts([Message("assistant", text)]))
+        assert not found.get("path") and not found.get("command")
+        assert not {"#334155", "10T22", "T22"} & set(found.get("id", []))
+
+    def test_uuids_in_tool_output_are_not_ids(self) -> None:
+        """UUIDs in a fixture file the agent read are not details worth carrying."""
+        output = '{"parentUuid":"8019f489-dbd3-41b0-8da1-f7204a882125"}'
+        assert "id" not in kinds(extract_facts([ToolMessage(output, tool_call_id="c1")]))
+
+    def test_budget_grows_with_the_span(self) -> None:
+        """A longer span gets a larger default budget, up to a bound."""
+        assert fact_budget(10)[0] < fact_budget(1_000)[0] < fact_budget(10_000)[0]
+        assert fact_budget(10**9)[0] == 400
+
+
+class TestMemo:
+    def test_candidates_are_computed_once_per_component(self) -> None:
+        """A component is scanned once; later extractions reuse its memo."""
+        message = Message("assistant", "Edited src/app.py.")
+        first = candidates(message)
+        assert candidates(message) is first
+        assert extract_facts([message]) == extract_facts([message])
+
+    def test_memo_is_invisible(self) -> None:
+        """The memo takes no part in equality, hashing or pickling."""
+        message = Message("assistant", "Edited src/app.py.")
+        fresh = Message("assistant", "Edited src/app.py.")
+        candidates(message)
+        assert message == fresh
+        assert hash(message) == hash(fresh)
+        restored = pickle.loads(pickle.dumps(message))
+        assert restored == fresh
+        assert not hasattr(restored, "_facts_memo")

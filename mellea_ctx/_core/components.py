@@ -12,11 +12,12 @@ predicates and the format converters need to know about it.
 frozen, so a format writer can put them back; ``structured`` says whether the
 content travelled as a list of blocks (``True``) or as one string.
 
-One hidden slot, ``_token_memo``, remembers token counts already computed for
-this component (per counter), the way ``str`` caches its hash. It is not an
-attrs field, so it takes no part in equality, hashing, ``repr``,
-``attrs.asdict`` / ``astuple`` / ``evolve`` or pickling: counting tokens
-changes nothing a caller can see.
+Two hidden slots, ``_token_memo`` and ``_facts_memo``, remember token counts
+already computed for this component (per counter) and the exact details found
+in it, the way ``str`` caches its hash. They are not attrs fields, so they
+take no part in equality, hashing, ``repr``, ``attrs.asdict`` / ``astuple`` /
+``evolve`` or pickling: counting tokens or finding details changes nothing a
+caller can see.
 """
 
 from __future__ import annotations
@@ -96,9 +97,10 @@ class _TokenMemo:
     every component whether it is a tool result).
     """
 
-    __slots__ = ("_token_memo",)
+    __slots__ = ("_facts_memo", "_token_memo")
 
     _token_memo: tuple[tuple[object, int], ...]
+    _facts_memo: tuple[tuple[str, str, int], ...]
 
     #: Tool calls an assistant component asks for; empty for every other role.
     tool_calls: tuple[ToolCall, ...] = ()

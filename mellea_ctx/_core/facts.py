@@ -1,73 +1,64 @@
 """Exact details a summary must not lose, and the check that it did not.
 
 Summaries paraphrase, and a paraphrase loses exactly what an agent needs
-later: the file path, the order id, the command that worked, the limit the
-user set. Before summarizing we extract such details from the span being
-replaced; afterwards we look each one up, verbatim, in the summary, and the
-checkpoint carries the ones it lost in a short appendix.
+later: the file path, the order id, the command that worked, the commit it
+made, the test result, the limit the user set. Before summarizing we extract
+such details from the span being replaced (see :mod:`.fact_patterns` for
+where each kind is looked for); afterwards we look each one up, verbatim, in
+the summary, and the checkpoint carries the ones it lost in a short appendix.
 
-Extraction is by pattern, deliberately conservative, and bounded: a tool
-result that lists ten thousand files must not turn into a ten-thousand-line
-appendix. Details from what the user said come first, then what the agent
-said or ran, then tool output.
+Choice is by kind, then by use: the budget is filled across kinds in turn
+(what an earlier checkpoint carried, user constraints, commit hashes, test
+results, errors, files, commands, ids, numbers, URLs), and within a kind the
+detail mentioned most often, by the weightiest source (the user, the agent's
+own tool calls), and most recently comes first. The budget grows with the
+span, as the square root of its length, and is bounded.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import attrs
 
-from .checkpoint import Checkpoint
 from .components import Component
+from .fact_patterns import candidates
 
-__all__ = ["Fact", "FactKind", "extract_facts", "missing_facts"]
+__all__ = ["Fact", "FactKind", "extract_facts", "fact_budget", "missing_facts"]
 
-FactKind = Literal["detail", "constraint", "command", "path", "url", "id", "quantity"]
+FactKind = Literal[
+    "detail",
+    "constraint",
+    "commit",
+    "result",
+    "error",
+    "path",
+    "command",
+    "id",
+    "quantity",
+    "url",
+]
 
-# Lower sorts first: details an earlier checkpoint already carried, then what
-# the user demanded.
-_KIND_ORDER: dict[str, int] = {
-    "detail": -1,
-    "constraint": 0,
-    "command": 1,
-    "path": 2,
-    "id": 3,
-    "url": 4,
-    "quantity": 5,
-}
-
-_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
-_PATH = re.compile(
-    r"(?<![\w:/.])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+"
-    r"|\b[\w-]+\.(?:py|pyi|js|ts|tsx|jsx|json|jsonl|toml|yaml|yml|md|rst|txt|cfg|ini|lock|"
-    r"rs|go|c|h|cc|cpp|hpp|java|kt|rb|php|sh|bash|sql|html|css|csv|xml|ipynb|env)\b"
+# The order kinds take turns in when the budget is filled.
+_KIND_ORDER: tuple[FactKind, ...] = (
+    "detail",
+    "constraint",
+    "commit",
+    "result",
+    "error",
+    "path",
+    "command",
+    "id",
+    "quantity",
+    "url",
 )
-_ID = re.compile(
-    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # UUID
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # hashes, short shas
-    r"|\b[A-Z][A-Z0-9]+-\d+\b"  # PROJ-123
-    r"|(?<![\w&])#\d{2,}\b"  # issue #1234
-    r"|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,}\b"  # booking codes like ZFA04Y
-    r"|\b[a-z]+_(?=[A-Za-z0-9_]*\d)[A-Za-z0-9_]{4,}\b"  # call_00_x, credit_card_29297
-)
-_QUANTITY = re.compile(
-    r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?)"
-    r"|\b\d[\d,]*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hrs|hours|days|"
-    r"KB|MB|GB|TB|KiB|MiB|GiB|TiB|bytes|tokens|px|USD|EUR|GBP|%)(?![\w])"
-)
-_INLINE_CODE = re.compile(r"`([^`\n]{3,200})`")
-_SHELL_LINE = re.compile(r"^\s*\$ (.{2,200})$", re.M)
-_CONSTRAINT = re.compile(
-    r"\b(?:must|never|always|do not|don't|should not|shouldn't|only|required|make sure|"
-    r"avoid|at most|at least|no more than|no later than|without)\b",
-    re.I,
-)
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
-_COMMAND_KEYS = ("command", "cmd", "script", "query")
+# The deepest directory holding this share of the files the agent named in its
+# tool calls is the project root; paths under it are kept relative to it.
+_ROOT_SHARE = 0.75
+_ROOT_DEPTH = 3
 
 
 @attrs.define(frozen=True, slots=True)
@@ -83,61 +74,55 @@ class Fact:
     text: str
 
 
-def _source_rank(component: Component) -> int:
-    if component.tool_call_id is not None:
-        return 2  # tool output: plentiful, least curated
-    return 0 if component.role == "user" else 1
+def fact_budget(span_length: int) -> tuple[int, int]:
+    """Return ``(limit, max_chars)`` for a span of ``span_length`` components.
+
+    The budget grows as the square root of the span: 24 details for a dozen
+    messages, 76 for 160, at most 400.
+
+    Examples:
+        >>> fact_budget(10), fact_budget(160), fact_budget(100_000)
+        ((24, 1536), (76, 4864), (400, 25600))
+    """
+    limit = max(24, min(400, round(6 * math.sqrt(max(span_length, 0)))))
+    return limit, 64 * limit
 
 
-def _candidates(component: Component) -> Iterable[tuple[FactKind, str]]:
-    text = component.content
-    if isinstance(component, Checkpoint):
-        # A summary is not the user's own words: take the details it carried,
-        # and exact details from its text, but no "constraints" from it.
-        for detail in component.preserved:
-            yield "detail", detail
-        text = component.summary
-    elif component.role == "user" and component.tool_call_id is None:
-        for sentence in _SENTENCE_BREAK.split(text):
-            sentence = sentence.strip()
-            if 8 <= len(sentence) <= 300 and _CONSTRAINT.search(sentence):
-                yield "constraint", sentence
-    for call in component.tool_calls:
-        try:
-            arguments = json.loads(call.arguments)
-        except ValueError:
-            arguments = None
-        if isinstance(arguments, dict):
-            for key in _COMMAND_KEYS:
-                value = arguments.get(key)
-                if isinstance(value, str) and 2 <= len(value) <= 300:
-                    yield "command", value.strip()
-        text = f"{text}\n{call.arguments}"
-    for match in _INLINE_CODE.finditer(text):
-        yield "command", match.group(1).strip()
-    for match in _SHELL_LINE.finditer(text):
-        yield "command", match.group(1).strip()
-    for match in _URL.finditer(text):
-        yield "url", match.group(0).rstrip(".,;:")
-    for match in _PATH.finditer(text):
-        candidate = match.group(0).rstrip(".,;:")
-        if "/" in candidate or "." in candidate:
-            yield "path", candidate
-    for match in _ID.finditer(text):
-        yield "id", match.group(0)
-    for match in _QUANTITY.finditer(text):
-        yield "quantity", match.group(0)
+def _project_root(paths: Iterable[str]) -> str | None:
+    absolute = [path for path in paths if path.startswith("/")]
+    if len(absolute) < 2:
+        return None
+    counts: Counter[str] = Counter()
+    for path in set(absolute):
+        parts = path.split("/")[1:-1]
+        for depth in range(_ROOT_DEPTH, len(parts)):  # a file keeps its own folder
+            counts["/" + "/".join(parts[:depth])] += 1
+    needed = _ROOT_SHARE * len(set(absolute))
+    best = [root for root, count in counts.items() if count >= needed]
+    return max(best, key=len) if best else None
 
 
 def extract_facts(
-    components: Sequence[Component], *, limit: int = 24, max_chars: int = 1_600
+    components: Sequence[Component], *, limit: int | None = None, max_chars: int | None = None
 ) -> list[Fact]:
     """Return the exact details of ``components`` worth keeping, most important first.
 
-    User constraints come first, then commands, paths, ids, URLs and
-    quantities; within a kind, what the user said before what the agent said,
-    before tool output, and earlier before later. At most ``limit`` details
-    and ``max_chars`` characters in all.
+    The budget is filled across kinds in turn (details an earlier checkpoint
+    carried, user constraints, commit hashes, test results, errors, paths,
+    commands, ids, quantities, URLs); within a kind, the detail with the most
+    mentions (weighted: the user and the agent's own tool calls count more
+    than tool output) and the latest mention comes first. Paths under the
+    project the agent worked in are given relative to it. Each component is
+    scanned once and its details memoized on it.
+
+    Args:
+        components: The span to take details from.
+        limit: At most this many details; by default :func:`fact_budget`'s.
+        max_chars: At most this many characters in all; by default
+            :func:`fact_budget`'s.
+
+    Returns:
+        The chosen details, in the order the budget took them.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -146,24 +131,73 @@ def extract_facts(
         >>> [(f.kind, f.text) for f in facts]  # the path travels inside the constraint
         [('constraint', 'Never touch config/prod.yaml.'), ('quantity', '30 s')]
     """
-    seen: dict[str, tuple[int, int, int, FactKind]] = {}
+    default_limit, default_chars = fact_budget(len(components))
+    limit = default_limit if limit is None else limit
+    max_chars = default_chars if max_chars is None else max_chars
+    scores: dict[str, list[int]] = {}  # text -> [kind rank, score, last index]
+    called_paths: list[str] = []
     for index, component in enumerate(components):
-        rank = _source_rank(component)
-        for kind, text in _candidates(component):
-            if text not in seen:
-                seen[text] = (_KIND_ORDER[kind], rank, index, kind)
-    ordered = sorted(seen.items(), key=lambda item: item[1][:3])
+        for kind, text, weight in candidates(component):
+            if kind == "path" and weight >= 3:
+                called_paths.append(text)
+            rank = _KIND_ORDER.index(kind)
+            entry = scores.get(text)
+            if entry is None:
+                scores[text] = [rank, weight, index]
+            else:
+                entry[0] = min(entry[0], rank)
+                entry[1] += weight
+                entry[2] = index
+    root = _project_root(called_paths)
+    if root is not None:
+        scores = _rebase(scores, root + "/")
+    by_kind: dict[int, list[str]] = {}
+    for text, (rank, score, last) in sorted(
+        scores.items(), key=lambda item: (-item[1][1], -item[1][2])
+    ):
+        del score, last
+        by_kind.setdefault(rank, []).append(text)
+    return _fill(by_kind, limit, max_chars)
+
+
+def _rebase(scores: dict[str, list[int]], root: str) -> dict[str, list[int]]:
+    """Paths under ``root`` given relative to it; the two spellings become one detail."""
+    rebased: dict[str, list[int]] = {}
+    for text, (rank, score, last) in scores.items():
+        if text.startswith(root) and len(text) > len(root):
+            text = text[len(root) :]
+        entry = rebased.get(text)
+        if entry is None:
+            rebased[text] = [rank, score, last]
+        else:
+            entry[0] = min(entry[0], rank)
+            entry[1] += score
+            entry[2] = max(entry[2], last)
+    return rebased
+
+
+def _fill(by_kind: dict[int, list[str]], limit: int, max_chars: int) -> list[Fact]:
+    """Take details kind by kind in turn until the count or character budget runs out."""
+    queues = [(rank, iter(by_kind[rank])) for rank in sorted(by_kind)]
     facts: list[Fact] = []
+    constraints: list[str] = []
     budget = max_chars
-    for text, (_, _, _, kind) in ordered:
-        if len(facts) >= limit:
-            break
-        if len(text) > budget:
-            continue
-        if any(text in kept.text for kept in facts if kept.kind == "constraint"):
-            continue  # already carried inside a constraint sentence
-        facts.append(Fact(kind, text))
-        budget -= len(text)
+    while queues and len(facts) < limit:
+        still: list[tuple[int, Iterable[str]]] = []
+        for rank, queue in queues:
+            if len(facts) >= limit:
+                break
+            for text in queue:
+                if len(text) > budget or any(text in said for said in constraints):
+                    continue  # too long for what is left, or inside a constraint already
+                kind = _KIND_ORDER[rank]
+                facts.append(Fact(kind, text))
+                if kind == "constraint":
+                    constraints.append(text)
+                budget -= len(text)
+                still.append((rank, queue))
+                break
+        queues = still  # type: ignore[assignment]
     return facts
 
 
