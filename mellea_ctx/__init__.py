@@ -57,6 +57,7 @@ from ._core.exceptions import (
     ServerError,
     SessionConflictError,
     SessionStoreError,
+    SpanTooLargeError,
     SummaryToolCallError,
     TokenizerDataError,
 )
@@ -155,6 +156,7 @@ __all__ = [
     "SessionMemory",
     "SessionStore",
     "SessionStoreError",
+    "SpanTooLargeError",
     "StoredSession",
     "SummaryToolCallError",
     "ThresholdCompactor",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
@@ -38,6 +38,8 @@ class AnthropicBackend(SDKBackend):
         timeout: Seconds the SDK waits for one response.
         max_retries: The SDK's own retries.
         model_options: Defaults for every request (``temperature``...).
+        context_window: The model's window in tokens (default: 200,000 for
+            ``claude-*`` models, else unknown).
 
     Raises:
         InvalidArgumentError: When the SDK is missing or no key is given.
@@ -58,6 +60,7 @@ class AnthropicBackend(SDKBackend):
         timeout: float = 60.0,
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
+        context_window: int | Literal["server"] | None = None,
     ) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key is None:
@@ -73,6 +76,7 @@ class AnthropicBackend(SDKBackend):
             timeout=timeout,
             max_retries=max_retries,
             model_options={"max_tokens": max_tokens, **dict(model_options or {})},
+            context_window=context_window,
         )
 
     async def call(

@@ -35,6 +35,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.facts import extract_facts
 from .._core.tokens import default_counter
 from .._core.tools import Tool
+from .windows import check_window
 
 __all__ = ["ExtractiveBackend"]
 
@@ -201,6 +202,8 @@ class ExtractiveBackend:
         ratio: The share of the input's tokens to aim for without a
             ``max_tokens`` option (between 0 and 1).
         min_tokens: The smallest budget it will work with.
+        context_window: A window in tokens to simulate (``None``: unbounded);
+            the summary engine fits what it sends into it.
 
     Examples:
         >>> import asyncio
@@ -214,8 +217,10 @@ class ExtractiveBackend:
 
     ratio: float = 0.25
     min_tokens: int = 64
+    context_window: int | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
+        check_window("ExtractiveBackend", self.context_window)
         if not 0 < self.ratio <= 1:
             msg = f"ExtractiveBackend: ratio={self.ratio!r} must be in (0, 1]; try 0.25"
             raise InvalidArgumentError(msg)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
@@ -40,6 +40,11 @@ class OpenAIBackend(SDKBackend):
         max_retries: The SDK's own retries.
         model_options: Defaults for every request (``temperature``,
             ``max_tokens``...); per-call options override them.
+        context_window: The model's window in tokens, which the summary
+            engine fits its requests into. ``"server"`` reads what a local
+            server reports at ``/props`` (llama.cpp's ``n_ctx``), once. By
+            default the known window of the models the docs name, else
+            unknown (``None``).
 
     Raises:
         InvalidArgumentError: When the SDK is missing, or no key is given for
@@ -65,6 +70,7 @@ class OpenAIBackend(SDKBackend):
         timeout: float = 60.0,
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
+        context_window: int | Literal["server"] | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -83,6 +89,7 @@ class OpenAIBackend(SDKBackend):
             timeout=timeout,
             max_retries=max_retries,
             model_options=model_options,
+            context_window=context_window,
         )
 
     async def call(

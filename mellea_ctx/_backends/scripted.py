@@ -16,6 +16,7 @@ from typing import Any, Union  # Union: aliases must run on 3.10
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.tools import Tool
+from .windows import check_window
 
 __all__ = ["ScriptedBackend", "ScriptedReply"]
 
@@ -40,6 +41,9 @@ class ScriptedBackend:
 
     Args:
         handler: The function that answers.
+        context_window: The window in tokens to simulate (``None``: unbounded);
+            the summary engine fits what it sends into it, so a test can play
+            a small local model: ``ScriptedBackend(handler, context_window=4096)``.
 
     Examples:
         >>> import asyncio
@@ -49,7 +53,7 @@ class ScriptedBackend:
         '1 messages'
     """
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, *, context_window: int | None = None) -> None:
         if not callable(handler):
             msg = (
                 f"ScriptedBackend: handler={handler!r} is not callable; "
@@ -57,6 +61,7 @@ class ScriptedBackend:
             )
             raise InvalidArgumentError(msg)
         self._handler = handler
+        self.context_window = check_window("ScriptedBackend", context_window)
         self.calls: list[tuple[tuple[Component, ...], dict[str, Any]]] = []
 
     async def generate(

@@ -12,12 +12,13 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
 from .errors import map_provider_error
+from .windows import check_window, known_window, server_window
 
 __all__ = ["SDKBackend", "sdk_arguments"]
 
@@ -73,6 +74,7 @@ class SDKBackend(abc.ABC):
         timeout: float,
         max_retries: int,
         model_options: Mapping[str, Any] | None,
+        context_window: int | Literal["server"] | None = None,
     ) -> None:
         self.sdk()
         name = type(self).__name__
@@ -91,6 +93,25 @@ class SDKBackend(abc.ABC):
         self._timeout = timeout
         self._max_retries = max_retries
         self.model_options = _no_stream(name, "model_options", dict(model_options or {}))
+        self._ask_server = context_window == "server"
+        explicit = None if self._ask_server else context_window
+        self._context_window = check_window(name, explicit)
+        self._window_looked_up = explicit is not None
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's window in tokens: as given; with ``context_window="server"``,
+        what the server reports (llama.cpp's ``/props``, read once); else the model's
+        known default; else ``None`` (unknown)."""
+        if not self._window_looked_up:
+            self._window_looked_up = True
+            window = None
+            if self._ask_server and self.base_url is not None:
+                window = server_window(self.base_url)
+            if window is None:
+                window = known_window(self.model)
+            self._context_window = window
+        return self._context_window
 
     @classmethod
     def sdk(cls) -> Any:

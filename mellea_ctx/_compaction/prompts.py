@@ -183,14 +183,16 @@ def _field(text: str) -> str:
     return "_".join(text.split()) or "_"
 
 
-def render_conversation(components: Sequence[Component]) -> str:
+def render_conversation(components: Sequence[Component], *, cut_long_output: bool = True) -> str:
     """Render components as the quoted transcript a summarizer reads.
 
     Each component starts a line with a bracketed header (``[user]``,
     ``[assistant]``, ``[assistant called read_file id=call_1]``, ``[tool
     read_file result id=call_1]``, ``[earlier checkpoint]``); the lines of its
     text that follow are indented, so text inside a message can never pass
-    for a header. Long tool output is shown as head and tail.
+    for a header. Long tool output is shown as head and tail unless
+    ``cut_long_output=False`` (the budgeted rendering of
+    :mod:`.render_budget` shortens it instead).
 
     Examples:
         >>> from mellea_ctx import Message
@@ -212,7 +214,7 @@ def render_conversation(components: Sequence[Component]) -> str:
             call_id = _field(call_id)
             name = _field(component.name or names.get(call_id, "tool"))
             text = component.content
-            if len(text) > _TOOL_HEAD + _TOOL_TAIL:
+            if cut_long_output and len(text) > _TOOL_HEAD + _TOOL_TAIL:
                 omitted = len(text) - _TOOL_HEAD - _TOOL_TAIL
                 elided = f"\n[... {omitted} characters omitted ...]\n"
                 text = text[:_TOOL_HEAD] + elided + text[-_TOOL_TAIL:]

@@ -20,7 +20,9 @@ so ``except ValueError`` keeps working for code that does not know us::
     ├── CompactionError              (RuntimeError) a compaction could not be applied
     │   ├── EmptySummaryError                       the summary came back empty
     │   ├── SummaryToolCallError                    the summarizer asked for tools
-    │   └── CompactionTimeoutError   (TimeoutError) the compaction ran out of time
+    │   ├── CompactionTimeoutError   (TimeoutError) the compaction ran out of time
+    │   └── SpanTooLargeError                       one message of the span cannot fit the
+    │                                               summarizer's window, even shortened
     ├── SessionConflictError         (RuntimeError) another writer changed the session first
     └── SessionStoreError            (RuntimeError) a session store failed (locked, unreachable)
 
@@ -48,6 +50,7 @@ __all__ = [
     "ServerError",
     "SessionConflictError",
     "SessionStoreError",
+    "SpanTooLargeError",
     "SummaryToolCallError",
     "TokenizerDataError",
 ]
@@ -147,6 +150,10 @@ class SummaryToolCallError(CompactionError):
 
 class CompactionTimeoutError(CompactionError, TimeoutError):
     """The compaction did not finish within its timeout."""
+
+
+class SpanTooLargeError(CompactionError):
+    """One unit of the span (a message) cannot fit the summarizer's window, even shortened."""
 
 
 class SessionConflictError(MelleaCtxError, RuntimeError):

@@ -1,0 +1,222 @@
+"""Show the summarizer a span within its input budget, and split a span that cannot fit.
+
+A fixed cut (say, every tool output over 4,000 characters) hides what a
+budget would have room for and still overflows a small window. Instead the
+span is rendered whole when it fits; when it does not, the longest tool
+outputs and tool-call argument values are shortened first, all to one common
+length (the longest lose most), and a shortened text keeps its head, its
+tail, and the lines that hold exact details (paths, errors, results), with a
+marker saying how much was left out.
+
+When even that cannot fit (every long text already at the floor), the span is
+cut into chunks that each fit; :func:`plan_chunks` says where. Only a single
+component too large for the budget on its own is refused, with
+:class:`~mellea_ctx.SpanTooLargeError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from .._core.calls import ToolCall
+from .._core.components import Component, ToolMessage
+from .._core.exceptions import SpanTooLargeError
+from .prompts import render_conversation
+
+__all__ = ["Shortener", "fit_conversation", "plan_chunks"]
+
+# No text is shortened below this many characters.
+_FLOOR = 400
+# A kept detail line is cut to this length.
+_LINE = 240
+
+
+@attrs.define(frozen=True, slots=True)
+class Shortener:
+    """Cuts texts to a length, keeping head, tail and the lines that hold details.
+
+    Args:
+        details: Exact details whose lines are kept when a text is cut.
+    """
+
+    details: tuple[str, ...] = ()
+    _pattern: re.Pattern[str] | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        usable = sorted({d for d in self.details if len(d) >= 4}, key=len, reverse=True)
+        if usable:
+            pattern = re.compile("|".join(re.escape(d) for d in usable[:200]))
+            object.__setattr__(self, "_pattern", pattern)
+
+    def shorten(self, text: str, cap: int) -> str:
+        """Return ``text`` cut to about ``cap`` characters (unchanged if already shorter).
+
+        Examples:
+            >>> text = "\\n".join(["head"] * 300 + ["error: lib/a.ex broke"] + ["tail"] * 300)
+            >>> short = Shortener(("lib/a.ex",)).shorten(text, 500)
+            >>> "error: lib/a.ex broke" in short and len(short) < 700
+            True
+        """
+        if len(text) <= cap:
+            return text
+        head = text[: int(cap * 0.45)]
+        tail = text[len(text) - int(cap * 0.2) :]
+        middle = text[len(head) : len(text) - len(tail)]
+        kept: list[str] = []
+        room = cap - len(head) - len(tail)
+        if self._pattern is not None:
+            for line in middle.splitlines():
+                if room <= 0:
+                    break
+                if self._pattern.search(line):
+                    line = line.strip()[:_LINE]
+                    kept.append(line)
+                    room -= len(line) + 1
+        omitted = len(text) - len(head) - len(tail) - sum(len(line) for line in kept)
+        marker = f"\n[... {omitted} characters omitted ...]\n"
+        middle_text = marker + "\n".join(kept) + ("\n" if kept else "")
+        return head + middle_text + tail
+
+
+def _long_texts(components: Sequence[Component]) -> list[int]:
+    """The lengths of every shortenable text: tool outputs and string argument values."""
+    lengths: list[int] = []
+    for component in components:
+        if isinstance(component, ToolMessage):
+            lengths.append(len(component.content))
+        for call in component.tool_calls:
+            lengths.extend(len(value) for value in _string_values(call.arguments))
+    return lengths
+
+
+def _string_values(arguments: str) -> list[str]:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return [arguments]
+    if isinstance(parsed, dict):
+        return [value for value in parsed.values() if isinstance(value, str)]
+    return []
+
+
+def _cut(components: Sequence[Component], cap: int, shortener: Shortener) -> list[Component]:
+    """The components with every tool output and argument value cut to ``cap``."""
+    out: list[Component] = []
+    for component in components:
+        if isinstance(component, ToolMessage) and len(component.content) > cap:
+            component = attrs.evolve(component, content=shortener.shorten(component.content, cap))
+        if component.tool_calls and any(
+            len(value) > cap
+            for call in component.tool_calls
+            for value in _string_values(call.arguments)
+        ):
+            calls = tuple(_cut_call(call, cap, shortener) for call in component.tool_calls)
+            component = attrs.evolve(component, tool_calls=calls)  # type: ignore[call-arg]
+        out.append(component)
+    return out
+
+
+def _cut_call(call: ToolCall, cap: int, shortener: Shortener) -> ToolCall:
+    try:
+        parsed = json.loads(call.arguments)
+    except ValueError:
+        return attrs.evolve(call, arguments=shortener.shorten(call.arguments, cap))
+    if not isinstance(parsed, dict):
+        return call
+    cut = {
+        key: shortener.shorten(value, cap) if isinstance(value, str) else value
+        for key, value in parsed.items()
+    }
+    return attrs.evolve(call, arguments=json.dumps(cut, ensure_ascii=False))
+
+
+def _cap_for(lengths: list[int], excess: int) -> int | None:
+    """The largest common cap that removes ``excess`` characters, or None below the floor."""
+    if excess <= 0:
+        return max(lengths, default=0) + 1
+    low, high = _FLOOR, max(lengths, default=0)
+    if sum(max(0, length - low) for length in lengths) < excess:
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(max(0, length - middle) for length in lengths) >= excess:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def fit_conversation(
+    components: Sequence[Component],
+    max_tokens: int,
+    count: Callable[[str], int],
+    shortener: Shortener,
+) -> str | None:
+    """Render ``components`` within ``max_tokens``; ``None`` when even the floor overflows.
+
+    Args:
+        components: The span (or chunk) to render.
+        max_tokens: The tokens the rendered conversation may take.
+        count: Counts the tokens of a text.
+        shortener: Cuts long texts, keeping detail lines.
+
+    Returns:
+        The rendered conversation, or ``None`` if it cannot fit with every
+        long text at the floor.
+    """
+    rendered = render_conversation(components, cut_long_output=False)
+    tokens = count(rendered)
+    if tokens <= max_tokens:
+        return rendered
+    lengths = _long_texts(components)
+    for _ in range(4):
+        chars_per_token = len(rendered) / max(tokens, 1)
+        excess = len(rendered) - int(max_tokens * chars_per_token * 0.97)
+        cap = _cap_for(lengths, excess)
+        if cap is None:
+            return None
+        rendered = render_conversation(_cut(components, cap, shortener), cut_long_output=False)
+        tokens = count(rendered)
+        if tokens <= max_tokens:
+            return rendered
+        lengths = [min(length, cap) for length in lengths]
+    return None
+
+
+def plan_chunks(
+    components: Sequence[Component],
+    max_tokens: int,
+    count: Callable[[str], int],
+    shortener: Shortener,
+) -> list[tuple[Component, ...]]:
+    """Split ``components`` into consecutive chunks that each fit ``max_tokens`` when rendered.
+
+    Raises:
+        SpanTooLargeError: If one component alone cannot fit, even shortened.
+    """
+    chunks: list[tuple[Component, ...]] = []
+    current: list[Component] = []
+    for component in components:
+        alone = fit_conversation([component], max_tokens, count, shortener)
+        if alone is None:
+            msg = (
+                f"a {type(component).__name__} of the span ({component.role}, "
+                f"{len(component.content)} characters) cannot fit the summarizer's input budget "
+                f"of {max_tokens} tokens even shortened; use a backend with a larger "
+                "context_window= or keep that message out of the span"
+            )
+            raise SpanTooLargeError(msg)
+        if (
+            current
+            and fit_conversation([*current, component], max_tokens, count, shortener) is None
+        ):
+            chunks.append(tuple(current))
+            current = []
+        current.append(component)
+    if current:
+        chunks.append(tuple(current))
+    return chunks
