@@ -173,17 +173,17 @@ def fit_conversation(
     if tokens <= max_tokens:
         return rendered
     lengths = _long_texts(components)
-    for _ in range(4):
-        chars_per_token = len(rendered) / max(tokens, 1)
-        excess = len(rendered) - int(max_tokens * chars_per_token * 0.97)
-        cap = _cap_for(lengths, excess)
-        if cap is None:
-            return None
+    chars_per_token = len(rendered) / max(tokens, 1)
+    cap = _cap_for(lengths, len(rendered) - int(max_tokens * chars_per_token * 0.97)) or _FLOOR
+    for _ in range(8):
         rendered = render_conversation(_cut(components, cap, shortener), cut_long_output=False)
         tokens = count(rendered)
         if tokens <= max_tokens:
             return rendered
-        lengths = [min(length, cap) for length in lengths]
+        if cap <= _FLOOR:
+            return None
+        # Indentation and escapes make rendered text outgrow the raw texts: shrink in proportion.
+        cap = max(_FLOOR, int(cap * max_tokens / tokens * 0.95))
     return None
 
 
