@@ -1,0 +1,159 @@
+"""The real Claude Code span: details a continuation needs, kept by each summary; and cost.
+
+Rows: (a) Claude Code's own summary (the first message of the postcompact
+file); (b) that summary as the model's answer plus our appendix; (c) the
+offline extractive backend at the size of Claude Code's summary. (d), the
+local model through chunking at a 4,096-token window, runs under
+``nox -s fidelity`` (it needs the llama.cpp server).
+
+Needs are defined here, independently of the extractor: project files the
+agent read, edited or added at least twice (relative to the worktree), the
+distinct commands it ran (first segment), commit hashes git printed for
+commits it made, test summaries, and the issue's eight key details. Junk: an
+appendix item that is not a verbatim substring of the span's parsed text.
+
+Run: ``python benchmarks/real_span.py`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from mellea_ctx import ChatContext, ExtractiveBackend, LLMSummarizeCompactor, ScriptedBackend
+from mellea_ctx._formats.openai import from_openai
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+ROOT = "/home/USER/projects/spotter-worktrees/spotter-fum/"
+KEY = {
+    "3bb8701": r"3bb8701",
+    "b9288c2": r"b9288c2",
+    "49 tests": r"49 tests",
+    "transcript_row_classes/3 error": r"transcript_row_classes/3",
+    "Credo nesting": r"[Cc]redo[^\n]{0,80}nest|nest[^\n]{0,40}too deep",
+    "git add -f": r"git add -f",
+    "highlight.js": r"highlight\.js",
+    "spotter-fum.4": r"spotter-fum\.4",
+}
+
+
+def load() -> tuple[list, str]:
+    span = from_openai(
+        json.loads((CORPUS / "claudecode_opus46_session_precompact.openai.json").read_text())
+    )
+    post = json.loads((CORPUS / "claudecode_opus46_session_postcompact.openai.json").read_text())
+    return span, post[0]["content"]
+
+
+def needs(span: list) -> dict[str, set[str]]:
+    files: dict[str, int] = {}
+    commands: set[str] = set()
+    commits: set[str] = set()
+    results: set[str] = set()
+    for component in span:
+        for call in component.tool_calls:
+            args = json.loads(call.arguments)
+            path = args.get("file_path")
+            if isinstance(path, str) and path.startswith(ROOT):
+                files[path[len(ROOT) :]] = files.get(path[len(ROOT) :], 0) + 1
+            command = args.get("command")
+            if isinstance(command, str):
+                first = re.split(r"\s*(?:&&|\|\||\||;|2>&1)\s*", command.strip().split("\n")[0])[0]
+                commands.add(first.strip())
+                if command.startswith("git add"):
+                    for token in command.split("&&")[0].split()[2:]:
+                        if not token.startswith("-"):
+                            files[token] = files.get(token, 0) + 1
+        if component.tool_call_id is not None:
+            commits |= set(re.findall(r"^\[[\w./-]+ ([0-9a-f]{7,40})\]", component.content, re.M))
+            results |= set(re.findall(r"\b\d+ tests?, \d+ failures?", component.content))
+    return {
+        "files touched twice": {f for f, n in files.items() if n >= 2},
+        "commands (first segment)": commands,
+        "commit hashes": commits,
+        "test results": results,
+    }
+
+
+def kept(text: str, want: dict[str, set[str]]) -> dict[str, tuple[int, int]]:
+    out = {kind: (sum(item in text for item in items), len(items)) for kind, items in want.items()}
+    out["key details"] = (sum(bool(re.search(p, text)) for p in KEY.values()), len(KEY))
+    return out
+
+
+def compact(span: list, backend, preserve: bool) -> tuple[object, float]:
+    ctx = ChatContext()
+    for component in span:
+        ctx = ctx.add(component)
+    started = time.perf_counter()
+    result = LLMSummarizeCompactor(keep_n=0, strict=True, preserve_facts=preserve).compact(
+        ctx, backend=backend
+    )
+    return result[0], time.perf_counter() - started
+
+
+def main() -> None:
+    span, claude = load()
+    flat = "\n".join(
+        [c.content for c in span]
+        + [
+            v
+            for c in span
+            for call in c.tool_calls
+            for v in json.loads(call.arguments).values()
+            if isinstance(v, str)
+        ]
+    )
+    want = needs(span)
+    rows = {"(a) Claude Code's summary": (claude, 0, 0)}
+    checkpoint, _ = compact(from_openai_copy(span), ScriptedBackend(lambda m, o: claude), True)
+    junk = sum(item not in flat for item in checkpoint.preserved)
+    rows["(b) (a) + our appendix"] = (checkpoint.content, len(checkpoint.preserved), junk)
+    tokens = len(claude) // 4
+    extractive = ExtractiveBackend()
+    checkpoint_c, _ = compact(from_openai_copy(span), _Sized(extractive, tokens), True)
+    rows["(c) extractive, same size"] = (checkpoint_c.summary, 0, 0)
+    print(
+        "| row | chars | "
+        + " | ".join(list(want) + ["key details"])
+        + " | appendix items | junk |"
+    )
+    for name, (text, items, junk_items) in rows.items():
+        scores = kept(text, want)
+        cells = " | ".join(f"{k}/{n}" for k, n in scores.values())
+        print(f"| {name} | {len(text):,} | {cells} | {items} | {junk_items} |")
+    times = {}
+    for preserve in (False, True):
+        runs = [
+            compact(from_openai_copy(span), ScriptedBackend(lambda m, o: claude), preserve)[1]
+            for _ in range(3)
+        ]
+        times[preserve] = min(runs)
+    print(
+        f"cost: without {times[False] * 1000:.0f} ms, with {times[True] * 1000:.0f} ms, ratio {times[True] / times[False]:.2f}"
+    )
+
+
+class _Sized:
+    """The extractive backend answering within a fixed number of tokens."""
+
+    def __init__(self, inner: ExtractiveBackend, tokens: int) -> None:
+        self.inner = inner
+        self.tokens = tokens
+        self.context_window = None
+
+    async def generate(self, messages, *, model_options=None, tools=None):
+        return await self.inner.generate(messages, model_options={"max_tokens": self.tokens})
+
+
+def from_openai_copy(span: list) -> list:
+    """Fresh components (no memo) for each measured compaction."""
+    from mellea_ctx._formats.openai import to_openai
+
+    return from_openai(to_openai(span))
+
+
+if __name__ == "__main__":
+    main()
