@@ -117,7 +117,7 @@ def main() -> None:
     rows["(c) extractive, same size"] = (checkpoint_c.summary, 0, 0)
     print(
         "| row | chars | "
-        + " | ".join(list(want) + ["key details"])
+        + " | ".join([*list(want), "key details"])
         + " | appendix items | junk |"
     )
     for name, (text, items, junk_items) in rows.items():
@@ -132,7 +132,8 @@ def main() -> None:
         ]
         times[preserve] = min(runs)
     print(
-        f"cost: without {times[False] * 1000:.0f} ms, with {times[True] * 1000:.0f} ms, ratio {times[True] / times[False]:.2f}"
+        f"cost: without {times[False] * 1000:.0f} ms, with {times[True] * 1000:.0f} ms, "
+        f"ratio {times[True] / times[False]:.2f}"
     )
 
 
