@@ -16,9 +16,15 @@ from typing import TYPE_CHECKING, Final
 
 from .boundaries import is_tool_result, turn_start, window_cut
 from .components import Component, ModelOutputThunk
-from .exceptions import InvalidArgumentError, InvalidComponentError, NotInlineCompactorError
+from .exceptions import (
+    CompactionError,
+    InvalidArgumentError,
+    InvalidComponentError,
+    NotInlineCompactorError,
+)
 from .nodes import _Lazy, _lazy_lock, _Node
 from .pins import pin_react_initiator
+from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -178,6 +184,8 @@ class ChatContext(_Node):
 
         Raises:
             InvalidComponentError: When ``component`` is not a ``Component``.
+            CompactionError: When the carried compactor returns something
+                that is not a ``ChatContext``.
 
         Examples:
             >>> from mellea_ctx import ChatContext, Message
@@ -197,6 +205,13 @@ class ChatContext(_Node):
         if compactor is None or self._hold:
             return node  # no compactor, or backing off after a failed compaction
         result = compactor._compact_on_add(node)
+        if not isinstance(result, ChatContext):
+            msg = (
+                f"ChatContext.add: compactor={compactor!r} returned {short_repr(result)} "
+                "instead of a ChatContext; its compact() must return a context "
+                "(ctx itself when nothing needs compacting)"
+            )
+            raise CompactionError(msg)
         if result is not node and result._compactor is not compactor:
             result = result._with(compactor=compactor)
         return result
