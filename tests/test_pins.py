@@ -46,7 +46,9 @@ class TestPinSystemAndInitialUser:
         first = LLMSummarizeCompactor(
             default_backend=backend, keep_n=1, pin_predicate=pin_system, preserve_facts=False
         )
-        ctx = build(SYSTEM, Message("user", long_text("task")), Message("assistant", long_text("a")))
+        ctx = build(
+            SYSTEM, Message("user", long_text("task")), Message("assistant", long_text("a"))
+        )
         ctx = first.compact(ctx)
         assert [Message, Checkpoint, Message] == [type(c) for c in ctx]
         assert 1 == pin_system_and_initial_user(ctx)
