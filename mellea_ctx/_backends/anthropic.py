@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -16,6 +17,12 @@ from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
 from .sdk import SDKBackend, sdk_arguments
+
+# "claude-opus-4-5-20251101" -> ("opus", "4", "5"); the date is not a minor version.
+_CLAUDE_VERSION = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
+# The first 4.x minor version of each family with the effort control.
+_EFFORT_SINCE = {"opus": 5, "sonnet": 6}
+_ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
 __all__ = ["AnthropicBackend"]
 
@@ -40,6 +47,11 @@ class AnthropicBackend(SDKBackend):
         model_options: Defaults for every request (``temperature``...).
         context_window: The model's window in tokens (default: 200,000 for
             ``claude-*`` models, else unknown).
+        reasoning: Whether the model takes the effort control that
+            ``reasoning_effort`` (sent by the summarizers, ``"low"`` by default)
+            becomes, as ``output_config.effort``. ``None`` guesses from the
+            name (Opus 4.5 and later, Sonnet 4.6 and later, any 5.x model); for
+            others the option is dropped.
 
     Raises:
         InvalidArgumentError: When the SDK is missing or no key is given.
@@ -61,6 +73,7 @@ class AnthropicBackend(SDKBackend):
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
         context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key is None:
@@ -77,7 +90,35 @@ class AnthropicBackend(SDKBackend):
             max_retries=max_retries,
             model_options={"max_tokens": max_tokens, **dict(model_options or {})},
             context_window=context_window,
+            reasoning=reasoning,
         )
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model`` has the effort control: Opus 4.5+, Sonnet 4.6+, any 5.x or later.
+
+        Examples:
+            >>> AnthropicBackend.model_takes_reasoning_effort("claude-opus-4-5-20251101")
+            True
+            >>> AnthropicBackend.model_takes_reasoning_effort("claude-haiku-4-5")
+            False
+        """
+        found = _CLAUDE_VERSION.match(model.rsplit("/", 1)[-1].lower())
+        if found is None:
+            return False
+        family, major, minor = found.group(1), int(found.group(2)), int(found.group(3) or 0)
+        if major >= 5:
+            return True
+        return major == 4 and minor >= _EFFORT_SINCE.get(family, 99)
+
+    def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
+        """``output_config={"effort": ...}``; ``none`` and ``minimal`` become ``low``.
+
+        An ``effort`` already in an ``output_config`` option is kept.
+        """
+        config = dict(options.get("output_config") or {})
+        config.setdefault("effort", effort if effort in _ANTHROPIC_EFFORTS else "low")
+        options["output_config"] = config
 
     async def call(
         self,

@@ -311,20 +311,30 @@ class ExtractiveBackend:
         return ModelOutputThunk("From the tool results:\n" + self.summarize(results, budget))
 
     def summarize(self, text: str, budget: int) -> str:
-        """Return the extractive summary of ``text`` in at most about ``budget`` tokens."""
+        """Return the extractive summary of ``text`` in at most ``budget`` tokens.
+
+        The exact-details line takes at most half the budget (as many whole
+        details as fit, most informative first), the sentences the rest; the
+        result, counted as a whole under ``o200k_base``, is never over
+        ``budget``: lines are dropped, least informative first, until it fits.
+
+        Examples:
+            >>> ExtractiveBackend().summarize("[user] Ship the build to staging today.", 40)
+            '- user: Ship the build to staging today.'
+        """
         sentences = _sentences(text)
-        if not sentences:
+        if not sentences or budget <= 0:
             return ""
         counter = default_counter()
         facts = extract_facts([Message("user", text)], limit=12, max_chars=600)
-        detail_line = "Exact details: " + "; ".join(f.text for f in facts) if facts else ""
-        budget -= counter.count_text(detail_line) if detail_line else 0
+        fact_texts = [f.text for f in facts]
+        detail_line = _detail_line(fact_texts, budget // 2)
+        budget_left = budget - (counter.count_text(detail_line) if detail_line else 0)
         documents = [set(_words(s.text)) for s in sentences]
         frequency: Counter[str] = Counter()
         for words in documents:
             frequency.update(words)
         total = len(sentences)
-        fact_texts = [f.text for f in facts]
 
         def score(sentence: _Sentence, words: set[str]) -> float:
             weight = sum(math.log(1 + total / frequency[w]) for w in words)
@@ -347,12 +357,34 @@ class ExtractiveBackend:
         chosen: list[_Sentence] = []
         spent = 0
         for sentence, _ in ranked:
-            if spent + sentence.tokens > budget:
+            if spent + sentence.tokens > budget_left:
                 continue
             chosen.append(sentence)
             spent += sentence.tokens
-        chosen.sort(key=lambda s: s.position)
-        lines = [f"- {s.speaker}: {s.text}" for s in chosen]
-        if detail_line:
-            lines.append(detail_line)
-        return "\n".join(lines)
+        # ``tokens`` estimates each line; the whole is checked exactly below.
+        while True:
+            ordered = sorted(chosen, key=lambda s: s.position)
+            lines = [f"- {s.speaker}: {s.text}" for s in ordered]
+            if detail_line:
+                lines.append(detail_line)
+            summary = "\n".join(lines)
+            if counter.count_text(summary) <= budget:
+                return summary
+            if chosen:
+                chosen.pop()  # the least informative sentence left
+            elif detail_line:
+                detail_line = ""
+            else:
+                return ""
+
+
+def _detail_line(fact_texts: Sequence[str], budget: int) -> str:
+    """Return ``Exact details: a; b; ...`` with as many leading details as fit in ``budget``."""
+    counter = default_counter()
+    line = ""
+    for count in range(1, len(fact_texts) + 1):
+        candidate = "Exact details: " + "; ".join(fact_texts[:count])
+        if counter.count_text(candidate) > budget:
+            break
+        line = candidate
+    return line

@@ -8,6 +8,7 @@ dependency (``pip install 'mellea-ctx[openai]'``), imported on first use.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -16,6 +17,9 @@ from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.openai import to_openai
 from .sdk import SDKBackend, sdk_arguments
+
+# OpenAI's reasoning models, by name (a "provider/" prefix, as vLLM may serve it, is ignored).
+_REASONING_MODEL = re.compile(r"o\d|gpt-5|gpt-oss")
 
 __all__ = ["OpenAIBackend"]
 
@@ -45,6 +49,11 @@ class OpenAIBackend(SDKBackend):
             server reports at ``/props`` (llama.cpp's ``n_ctx``), once. By
             default the known window of the models the docs name, else
             unknown (``None``).
+        reasoning: Whether the model takes ``reasoning_effort`` (the option the
+            summarizers send, ``"low"`` by default). ``None`` guesses from the
+            name: o-series, gpt-5 and gpt-oss models do; for others the option
+            is dropped. Pass ``True`` for a reasoning model served under
+            another name.
 
     Raises:
         InvalidArgumentError: When the SDK is missing, or no key is given for
@@ -71,6 +80,7 @@ class OpenAIBackend(SDKBackend):
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
         context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -90,7 +100,24 @@ class OpenAIBackend(SDKBackend):
             max_retries=max_retries,
             model_options=model_options,
             context_window=context_window,
+            reasoning=reasoning,
         )
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model`` is a reasoning model (o1, o3, o4-mini, gpt-5, gpt-oss...).
+
+        Examples:
+            >>> OpenAIBackend.model_takes_reasoning_effort("o4-mini")
+            True
+            >>> OpenAIBackend.model_takes_reasoning_effort("gpt-4o-mini")
+            False
+        """
+        return _REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()) is not None
+
+    def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
+        """Chat Completions' own ``reasoning_effort`` field."""
+        options["reasoning_effort"] = effort
 
     async def call(
         self,

@@ -75,6 +75,7 @@ class SDKBackend(abc.ABC):
         max_retries: int,
         model_options: Mapping[str, Any] | None,
         context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         self.sdk()
         name = type(self).__name__
@@ -93,6 +94,13 @@ class SDKBackend(abc.ABC):
         self._timeout = timeout
         self._max_retries = max_retries
         self.model_options = _no_stream(name, "model_options", dict(model_options or {}))
+        if reasoning is not None and not isinstance(reasoning, bool):
+            msg = (
+                f"{name}: reasoning={reasoning!r} must be True, False, or None "
+                "(guess from the model name whether it takes a reasoning effort)"
+            )
+            raise InvalidArgumentError(msg)
+        self.reasoning = reasoning
         self._ask_server = context_window == "server"
         explicit = None if self._ask_server else context_window
         self._context_window = check_window(name, explicit)
@@ -142,6 +150,9 @@ class SDKBackend(abc.ABC):
         sdk = self.sdk()
         options = {**self.model_options, **dict(model_options or {})}
         _no_stream(f"{type(self).__name__}.generate", "model_options", options)
+        effort = options.pop("reasoning_effort", None)
+        if effort is not None and self.takes_reasoning_effort():
+            self.send_reasoning_effort(options, effort)
         try:
             response = await self.call(sdk, messages, options, tools or ())
         except Exception as exc:
@@ -150,6 +161,27 @@ class SDKBackend(abc.ABC):
                 raise
             raise mapped from exc
         return self.parse(response)
+
+    def takes_reasoning_effort(self) -> bool:
+        """Whether requests carry the ``reasoning_effort`` option, translated for the SDK.
+
+        ``reasoning=True`` / ``False`` at construction decides; by default the
+        model name does (:meth:`model_takes_reasoning_effort`). When it is
+        false, the option is dropped, so a summarizer's default ``"low"`` never
+        breaks a model that has no such control.
+        """
+        if self.reasoning is not None:
+            return self.reasoning
+        return self.model_takes_reasoning_effort(self.model)
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model``, by its name, has a reasoning-effort control; none by default."""
+        return False
+
+    @abc.abstractmethod
+    def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
+        """Put ``effort`` into ``options`` the way the SDK expects."""
 
     @abc.abstractmethod
     async def call(

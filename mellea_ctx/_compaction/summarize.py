@@ -31,6 +31,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend
 from .backoff import backed_off, validate_backoff
+from .effort import with_reasoning_effort
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
 
@@ -78,6 +79,12 @@ class LLMSummarizeCompactor:
             failed compaction, the next ``backoff_adds`` adds do not try again
             (doubling with each consecutive failure, up to 16 times); ``0``
             tries on every add. A ``compact`` call of your own always tries.
+        reasoning_effort: How hard a reasoning model may think about the
+            summary: ``"low"`` by default, ``None`` to send nothing. Sent as the
+            ``reasoning_effort`` model option unless ``model_options`` has one;
+            ``OpenAIBackend`` passes it to reasoning models, ``AnthropicBackend``
+            as ``output_config.effort`` to Claude models with effort control,
+            and other models and backends ignore it.
 
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
@@ -108,6 +115,7 @@ class LLMSummarizeCompactor:
         keep_replaced: bool = True,
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
+        reasoning_effort: str | None = "low",
     ) -> None:
         if isinstance(keep_n, bool) or not isinstance(keep_n, int) or keep_n < 0:
             msg = (
@@ -121,7 +129,7 @@ class LLMSummarizeCompactor:
             default_backend,
             pin_predicate,
             prompt_template,
-            model_options,
+            with_reasoning_effort("LLMSummarizeCompactor", model_options, reasoning_effort),
             timeout,
             retries,
             strict,

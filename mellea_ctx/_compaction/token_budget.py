@@ -20,6 +20,7 @@ from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, InlineCompactor
 from .._core.tokens import count_all, count_memoized
 from .backoff import backed_off, validate_backoff
+from .effort import with_reasoning_effort
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
 
@@ -74,6 +75,7 @@ class TokenBudgetCompactor(InlineCompactor):
             again, doubling with each consecutive failure up to 16 times
             (see ``ChatContext.compaction_backoff``); ``0`` tries on every
             add. ``compact`` / ``acompact`` calls of your own always try.
+        reasoning_effort: As for :class:`LLMSummarizeCompactor`.
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
@@ -103,6 +105,7 @@ class TokenBudgetCompactor(InlineCompactor):
         keep_replaced: bool = True,
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
+        reasoning_effort: str | None = "low",
     ) -> None:
         owner = "TokenBudgetCompactor"
         _positive(owner, "max_tokens", max_tokens)
@@ -125,7 +128,7 @@ class TokenBudgetCompactor(InlineCompactor):
             raise InvalidArgumentError(msg)
         self.boundary = boundary
         self.backoff_adds = validate_backoff(owner, backoff_adds)
-        options = dict(model_options or {})
+        options = with_reasoning_effort(owner, model_options, reasoning_effort)
         options.setdefault("max_tokens", reserve)
         self.max_tokens = max_tokens
         self.target_tokens = target

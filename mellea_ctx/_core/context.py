@@ -12,13 +12,20 @@ the storage in ``nodes.py``; this module is the public API on top of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from .boundaries import is_tool_result, turn_start, window_cut
 from .components import Component, ModelOutputThunk
-from .exceptions import InvalidArgumentError, InvalidComponentError, NotInlineCompactorError
-from .nodes import _Lazy, _lazy_lock, _Node
+from .exceptions import (
+    CompactionError,
+    InvalidArgumentError,
+    InvalidComponentError,
+    NotInlineCompactorError,
+)
+from .nodes import _inherit_attributes, _Lazy, _lazy_lock, _Node
 from .pins import pin_react_initiator
+from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -29,6 +36,7 @@ __all__ = ["ChatContext"]
 
 # A failure backoff doubles with each consecutive failed inline compaction, this many times.
 _BACKOFF_DOUBLINGS = 4
+_C = TypeVar("_C", bound="ChatContext")
 
 
 class ChatContext(_Node):
@@ -129,9 +137,11 @@ class ChatContext(_Node):
         """Return a new node that adds ``data`` after ``previous``, without compacting.
 
         This is the one constructor that copies what a node inherits: the
-        compactor, the counter, the window size, the running aggregates, and
-        the failure backoff (one add fewer to wait, see
-        :attr:`compaction_backoff`). ``previous`` is not modified.
+        compactor, the counter, the window size, the running aggregates, the
+        failure backoff (one add fewer to wait, see
+        :attr:`compaction_backoff`) and a subclass's own instance attributes.
+        ``previous`` is not modified. To build a context with a whole new
+        history (a custom compactor's result), use :meth:`with_history`.
         """
         node = object.__new__(cls)
         buf = previous._buf
@@ -158,7 +168,7 @@ class ChatContext(_Node):
         hold = previous._hold
         node._hold = hold - 1 if hold else 0
         node._failures = previous._failures
-        if type(data) is ModelOutputThunk and data.usage is not None:
+        if isinstance(data, ModelOutputThunk) and data.usage is not None:  # subclasses too
             node._usage = data.usage.total_tokens
         else:
             node._usage = previous._usage
@@ -167,6 +177,8 @@ class ChatContext(_Node):
             before = previous._data  # always the last component of ``previous``
             loose = before is None or not (before.tool_calls or is_tool_result(before))
         node._loose = loose
+        if cls.__dictoffset__:  # a subclass with its own attributes
+            _inherit_attributes(node, previous)
         return node
 
     def add(self, component: Component) -> ChatContext:
@@ -178,6 +190,8 @@ class ChatContext(_Node):
 
         Raises:
             InvalidComponentError: When ``component`` is not a ``Component``.
+            CompactionError: When the carried compactor returns something
+                that is not a ``ChatContext``.
 
         Examples:
             >>> from mellea_ctx import ChatContext, Message
@@ -197,9 +211,71 @@ class ChatContext(_Node):
         if compactor is None or self._hold:
             return node  # no compactor, or backing off after a failed compaction
         result = compactor._compact_on_add(node)
+        if not isinstance(result, ChatContext):
+            msg = (
+                f"ChatContext.add: compactor={compactor!r} returned {short_repr(result)} "
+                "instead of a ChatContext; its compact() must return a context "
+                "(ctx itself when nothing needs compacting)"
+            )
+            raise CompactionError(msg)
         if result is not node and result._compactor is not compactor:
             result = result._with(compactor=compactor)
         return result
+
+    def with_history(self: _C, components: Iterable[Component]) -> _C:
+        """Return a context like this one that holds ``components`` as its history.
+
+        How a custom compactor builds its result: the same type (a subclass
+        stays one, its own attributes copied), counter, ``window_size`` and
+        compactor, and exactly ``components`` as history. The compactor is not
+        run; the usage reading and any failure backoff are dropped, as after
+        any compaction. ``self`` is not modified. (mellea's examples use the
+        private ``_rebuild_chat_context(items, compactor=...)`` for this.)
+
+        Args:
+            components: The new history, oldest first; it is copied.
+
+        Returns:
+            A new context, or an empty root when ``components`` is empty.
+
+        Raises:
+            InvalidComponentError: When an item of ``components`` is not a ``Component``.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ctx = ChatContext(window_size=8).add(Message("user", "a")).add(Message("user", "b"))
+            >>> shorter = ctx.with_history(ctx.as_list()[1:])
+            >>> [c.content for c in shorter], shorter.window_size, len(ctx)
+            (['b'], 8, 2)
+        """
+        return self._holding(components)
+
+    def new_instance(self: _C) -> _C:
+        """Return an empty root with this context's type, compactor, counter and window.
+
+        As mellea's ``new_instance``: a fresh conversation, same configuration.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message, WindowCompactor
+            >>> ctx = ChatContext(compactor=WindowCompactor(size=4)).add(Message("user", "hi"))
+            >>> fresh = ctx.new_instance()
+            >>> len(fresh), fresh.is_root_node, fresh.compactor is ctx.compactor
+            (0, True, True)
+        """
+        return self.with_history(())
+
+    @classmethod
+    def reset_to_new(cls: type[_C]) -> _C:
+        """Return ``cls()``, an empty root with no configuration, as mellea's ``reset_to_new``.
+
+        Use :meth:`new_instance` to keep this context's compactor, counter and window.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, WindowCompactor
+            >>> ChatContext(compactor=WindowCompactor(size=4)).reset_to_new().compactor is None
+            True
+        """
+        return cls()
 
     def _with(self, *, compactor: InlineCompactor | None) -> ChatContext:
         """Return a copy of this node that carries ``compactor``."""

@@ -31,12 +31,14 @@ per counter, memoized) and every later read is O(1).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Final, TypeVar, overload
 
+from .boundaries import is_tool_result
 from .components import Component
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, InvalidComponentError
+from .reprs import short_repr
 from .tokens import TokenCounter, count_all, count_memoized
 
 if TYPE_CHECKING:
@@ -112,6 +114,7 @@ class _Node(Sequence[Component]):
         node = object.__new__(type(self))
         for slot in _STATE_SLOTS:
             setattr(node, slot, getattr(self, slot))
+        _inherit_attributes(node, self)
         return node
 
     def _replace(self: _N, lo: int, hi: int, replacement: Sequence[Component] = ()) -> _N:
@@ -171,6 +174,30 @@ class _Node(Sequence[Component]):
         node._bound = tokens
         node._hold = 0  # a compaction happened: any failure streak is over
         node._failures = 0
+        _inherit_attributes(node, self)
+        return node
+
+    def _holding(self: _N, components: Iterable[Component]) -> _N:
+        """Return a node holding exactly ``components`` that inherits this one's settings.
+
+        The storage of ``ChatContext.with_history``: each item is checked, and
+        a tool result standing apart from its call is noticed, as ``add`` does.
+        """
+        items = list(components)
+        loose = False
+        before: Component | None = None
+        for index, component in enumerate(items):
+            if not isinstance(component, Component):
+                msg = (
+                    f"ChatContext.with_history: components[{index}]={short_repr(component)} "
+                    "is not a Component; wrap text as Message('user', text)"
+                )
+                raise InvalidComponentError(msg)
+            if not loose and component.tool_call_id is not None:
+                loose = before is None or not (before.tool_calls or is_tool_result(before))
+            before = component
+        node = self._sibling((), items, 0, len(items), None if items else 0)
+        node._loose = loose
         return node
 
     def _shrunk(self: _N) -> _N:
@@ -292,6 +319,17 @@ class _Node(Sequence[Component]):
         if index < len(head):
             return head[index]
         return self._buf[self._start + index - len(head)]
+
+
+def _inherit_attributes(node: _Node, source: _Node) -> None:
+    """Copy the instance attributes a subclass without ``__slots__`` keeps, if any.
+
+    ``ChatContext`` itself has no ``__dict__``, so for it this is one
+    attribute read. A subclass's own settings (a ``model_id``, say) then ride
+    from node to node like the compactor and the counter.
+    """
+    if type(node).__dictoffset__ and type(source).__dictoffset__:
+        node.__dict__.update(source.__dict__)
 
 
 _STATE_SLOTS: Final = tuple(slot for slot in _Node.__slots__ if slot != "__weakref__")

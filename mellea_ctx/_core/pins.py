@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .components import Component, ReactInitiator
+from .components import Component, Message, ReactInitiator
 
 __all__ = [
     "PinPredicate",
@@ -70,10 +70,15 @@ def pin_system(components: Sequence[Component]) -> int:
 
 
 def pin_system_and_initial_user(components: Sequence[Component]) -> int:
-    """Pin the leading system messages and the user message right after them.
+    """Pin the leading system messages and the user :class:`~mellea_ctx.Message` right after them.
 
     Use it when the first user message states the task and must survive
-    compaction. Equals :func:`pin_system` when no user message follows.
+    compaction. Only a user ``Message`` is pinned, as in mellea: a ``CBlock``,
+    a ``ReactInitiator`` or a :class:`~mellea_ctx.Checkpoint` (which is sent
+    with the user role) right after the system prompt is body, so a
+    checkpoint an earlier compaction left there is folded into the next one
+    instead of piling up. Equals :func:`pin_system` when no user message
+    follows.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -82,8 +87,10 @@ def pin_system_and_initial_user(components: Sequence[Component]) -> int:
         2
     """
     end = pin_system(components)
-    if end < len(components) and components[end].role == "user":
-        end += 1
+    if end < len(components):
+        first = components[end]
+        if isinstance(first, Message) and first.role == "user":
+            end += 1
     return end
 
 

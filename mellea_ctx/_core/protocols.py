@@ -67,7 +67,21 @@ class InlineCompactor(abc.ABC):
 
     @abc.abstractmethod
     def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
-        """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes)."""
+        """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes).
+
+        Subclasses must override it; there is no default strategy to fall back on.
+
+        Raises:
+            NotImplementedError: Always, here: a subclass that calls
+                ``super().compact(...)`` learns that at once, not later as an
+                ``AttributeError`` on ``None`` inside ``ChatContext.add``.
+        """
+        msg = (
+            f"{type(self).__name__}.compact: InlineCompactor.compact has no default; "
+            "return a ChatContext from your own compact() instead of calling "
+            "super().compact() (return ctx itself when nothing needs compacting)"
+        )
+        raise NotImplementedError(msg)
 
     async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
         """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""

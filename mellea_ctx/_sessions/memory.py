@@ -7,8 +7,15 @@ from collections.abc import Iterable
 
 from .._core.components import Component
 from .._core.exceptions import SessionConflictError
-from .._formats.serialize import component_from_record, component_to_record
-from .store import StoredSession, check_components, check_meta, check_session_id, check_version
+from .store import (
+    StoredSession,
+    check_components,
+    check_meta,
+    check_session_id,
+    check_version,
+    dump_records,
+    load_record,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -64,7 +71,7 @@ class MemoryStore:
         owner = "MemoryStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        items = _normalized(check_components(owner, components, allow_empty=False))
+        items = _normalized(owner, check_components(owner, components, allow_empty=False))
         with self._lock:
             stored = self._sessions.get(session_id, _EMPTY)
             _check_current(session_id, expected_version, stored)
@@ -87,7 +94,7 @@ class MemoryStore:
         owner = "MemoryStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        items = _normalized(check_components(owner, components))
+        items = _normalized(owner, check_components(owner, components))
         with self._lock:
             stored = self._sessions.get(session_id, _EMPTY)
             _check_current(session_id, expected_version, stored)
@@ -130,9 +137,13 @@ class MemoryStore:
 _EMPTY = StoredSession()
 
 
-def _normalized(components: tuple[Component, ...]) -> tuple[Component, ...]:
-    """Return each component as it reads back from its record (what durable stores return)."""
-    return tuple(component_from_record(component_to_record(c)) for c in components)
+def _normalized(owner: str, components: tuple[Component, ...]) -> tuple[Component, ...]:
+    """Return each component as it reads back from its stored text (what durable stores return).
+
+    The same text, and the same checks, as SQLite and Redis: what one store
+    refuses (a lone surrogate, say), every store refuses.
+    """
+    return tuple(load_record(text) for text in dump_records(owner, components))
 
 
 def _check_current(session_id: str, expected_version: int, stored: StoredSession) -> None:

@@ -53,7 +53,7 @@ from .store import (
     check_meta,
     check_session_id,
     check_version,
-    dump_record,
+    dump_records,
     load_record,
 )
 
@@ -241,7 +241,7 @@ class RedisStore:
         owner = "RedisStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        records = dump_records(owner, check_components(owner, components, allow_empty=False))
         return self._write(self._append, "append", session_id, expected_version, records)
 
     def replace(
@@ -260,7 +260,7 @@ class RedisStore:
         owner = "RedisStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components)]
+        records = dump_records(owner, check_components(owner, components))
         return self._write(self._replace, "replace", session_id, expected_version, records)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:

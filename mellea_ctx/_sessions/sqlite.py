@@ -37,7 +37,7 @@ from .store import (
     check_meta,
     check_session_id,
     check_version,
-    dump_record,
+    dump_records,
     load_record,
 )
 
@@ -67,6 +67,9 @@ _SCHEMA: Final = (
 )
 #: SQLite's result code for a full disk (``sqlite3.SQLITE_FULL``, named only from Python 3.11).
 _SQLITE_FULL: Final = 13
+#: SQLite's primary result codes for a damaged file (SQLITE_CORRUPT) and a file that is not
+#: a database at all (SQLITE_NOTADB).
+_SQLITE_DAMAGED: Final = frozenset({11, 26})
 
 _SAVE_HEAD: Final = (
     "INSERT INTO sessions (session_id, version, length) VALUES (?, ?, ?) "
@@ -210,7 +213,7 @@ class SQLiteStore:
         owner = "SQLiteStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        records = dump_records(owner, check_components(owner, components, allow_empty=False))
         with self._write("append") as connection:
             version, length = self._head(connection, session_id)
             if version != expected_version:
@@ -239,7 +242,7 @@ class SQLiteStore:
         owner = "SQLiteStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components)]
+        records = dump_records(owner, check_components(owner, components))
         with self._write("replace") as connection:
             version, _ = self._head(connection, session_id)
             if version != expected_version:
@@ -407,11 +410,19 @@ class SQLiteStore:
             raise
 
     def _error(self, operation: str, exc: sqlite3.Error) -> SessionStoreError:
-        if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc):
+        code = getattr(exc, "sqlite_errorcode", None) or 0
+        if code == _SQLITE_FULL or "disk is full" in str(exc):
             msg = (
                 f"SQLiteStore({self._path!r}): {operation} failed because the disk holding the "
                 f"file is full ({exc}), and nothing was written; every committed turn is intact: "
                 "free space on that disk, or move the file to a larger one, then retry"
+            )
+        elif code & 0xFF in _SQLITE_DAMAGED or "not a database" in str(exc):
+            msg = (
+                f"SQLiteStore({self._path!r}): {operation} failed because the file is not a "
+                f"SQLite database or is damaged ({exc}), and nothing was written; check that "
+                "the path names your session file, or move this file aside (SQLite's "
+                "'.recover' command can often salvage a damaged one) and start a new one"
             )
         elif isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             msg = (

@@ -12,6 +12,22 @@ key, last writer wins, and does not move the version.
 
 Stores keep components as the lossless records of :mod:`mellea_ctx._formats.serialize`,
 never in a provider's wire format.
+
+Text a store cannot hold: a lone UTF-16 surrogate (``"\\ud83d"``, half of an
+emoji's pair) is a valid Python ``str`` but not Unicode text, and UTF-8 (what
+SQLite's ``TEXT`` and Redis's bytes hold) cannot encode it. Such strings come
+from a ``"\\ud83d"`` escape in a JSON transcript (which ``load_conversation``
+reads as written) or from bytes decoded with ``errors="surrogateescape"``. Every
+store, ``MemoryStore`` included, refuses them the same way, before writing
+anything: a session id, metadata key or value with
+:class:`~mellea_ctx.InvalidArgumentError`, a component with
+:class:`~mellea_ctx.InvalidComponentError` naming its index and field. Why
+here and not earlier: a component is an in-memory value and the JSON readers
+and writers are lossless (the transcript writes back with the same escape),
+so neither can call the text wrong; the store is the first boundary that must
+turn it into UTF-8, and the first that can say which component and field
+cannot be kept. Refusing in ``MemoryStore`` too keeps the stores
+interchangeable: a test on memory fails where production on SQLite would.
 """
 
 from __future__ import annotations
@@ -131,6 +147,7 @@ def check_session_id(owner: str, session_id: object) -> str:
             f"more than {MAX_SESSION_ID_LENGTH}; pass a shorter id, such as a hash of this one"
         )
         raise InvalidArgumentError(msg)
+    _check_text(owner, "session_id", session_id)
     return session_id
 
 
@@ -203,7 +220,80 @@ def check_meta(owner: str, key: object, value: object) -> tuple[str, str | None]
             "serialise structured data with json.dumps()"
         )
         raise InvalidArgumentError(msg)
+    _check_text(owner, "key", key)
+    if value is not None:
+        _check_text(owner, "value", value)
     return key, value
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Return the index of the first lone surrogate in ``text``, or ``None``."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _surrogate_advice(text: str, at: int) -> str:
+    char = text[at]
+    return (
+        f"holds a lone surrogate {char!r} (U+{ord(char):04X}) at character {at}, which UTF-8 "
+        "cannot store (often a JSON '\\ud83d'-style escape of half an emoji); the store was "
+        "not touched: fix the text, e.g. text.encode('utf-8', 'replace').decode()"
+    )
+
+
+def _check_text(owner: str, name: str, text: str) -> None:
+    at = _surrogate_at(text)
+    if at is not None:
+        msg = f"{owner}: {name}={_shown(text)} {_surrogate_advice(text, at)}"
+        raise InvalidArgumentError(msg)
+
+
+def dump_records(owner: str, components: Iterable[Component]) -> list[str]:
+    """Return each component's :func:`dump_record` text, checked to be storable as UTF-8.
+
+    Raises:
+        InvalidComponentError: When a component holds a lone surrogate; the
+            message names its index and the record field.
+    """
+    records = []
+    for index, component in enumerate(components):
+        text = dump_record(component)
+        at = _surrogate_at(text)
+        if at is not None:
+            field, value = _surrogate_field(component_to_record(component))
+            msg = (
+                f"{owner}: components[{index}] ({type(component).__name__}) field {field} "
+                f"{_surrogate_advice(value, _surrogate_at(value) or 0)}"
+            )
+            raise InvalidComponentError(msg)
+        records.append(text)
+    return records
+
+
+def _surrogate_field(record: object) -> tuple[str, str]:
+    """Return the path and value of a string in ``record`` that holds a lone surrogate.
+
+    A walk with an explicit stack: a record nests as deep as its checkpoints.
+    """
+    stack: list[tuple[str, object]] = [("record", record)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _surrogate_at(value) is not None:
+                return path, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _surrogate_at(key) is not None:
+                    return f"{path} key", key
+                stack.append((f"{path}[{key!r}]", item))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return "record", ""  # not reached: the dumped text held one
 
 
 def dump_record(component: Component) -> str:

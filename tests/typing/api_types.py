@@ -58,6 +58,9 @@ def check_api() -> None:
     assert_type(grown.token_count, int)
     assert_type(grown.compaction_backoff, int)
     assert_type(grown.compactor, InlineCompactor | None)
+    assert_type(grown.with_history(grown.as_list()[1:]), ChatContext)
+    assert_type(grown.new_instance(), ChatContext)
+    assert_type(ChatContext.reset_to_new(), ChatContext)
     assert_type(window.compact(grown), ChatContext)
     compactor: Compactor = window
     assert_type(compactor.compact(grown, backend=None), ChatContext)
