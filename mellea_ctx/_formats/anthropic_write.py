@@ -338,9 +338,10 @@ def anthropic_document(
 
     Without a system prompt or ``envelope`` (the other keys of a request body
     the file held) the transcript is the list of turns; otherwise an object
-    ``{"system": ..., "messages": [...], ...}``. No opener turn is added.
+    ``{"system": ..., "messages": [...], ...}``. As for :func:`to_anthropic`,
+    a history that starts with the assistant gets a user turn in front.
     """
-    system, messages = turns(components, opener=False)
+    system, messages = turns(components, opener=True)
     if system is None and envelope is None:
         return messages
     document: dict[str, Any] = dict(envelope or {})
