@@ -69,7 +69,7 @@ class TestAnthropic:
             to_openai(components)
 
     def test_ids_outside_the_pattern_are_mapped_the_same_way_everywhere(self) -> None:
-        """An OpenAI-style id Anthropic refuses is renamed in call and result alike, and reported."""
+        """An id Anthropic refuses is renamed in call and result alike, and reported."""
         history = [
             Message("user", "go"),
             Message("assistant", "", tool_calls=[ToolCall("functions.ls:0", "ls")]),
