@@ -21,11 +21,18 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pyrsistent import PMap, pmap
+from pyrsistent import PMap
 
 from .._core.parts import thaw_json
 
-__all__ = ["NOTES", "LossyConversionWarning", "note", "provider_keys", "report_losses"]
+__all__ = [
+    "NOTES",
+    "LossyConversionWarning",
+    "note",
+    "provider_keys",
+    "report_losses",
+    "with_notes",
+]
 
 #: The reserved ``extra`` key under which readers record wire-shape notes.
 NOTES: Final = "mellea_ctx"
@@ -81,6 +88,3 @@ def report_losses(lost: list[str] | None, found: list[str], target: str) -> None
         "them instead of this warning"
     )
     warnings.warn(msg, LossyConversionWarning, stacklevel=3)
-
-
-EMPTY_NOTES: Final[PMap[str, Any]] = pmap()
