@@ -46,6 +46,7 @@ def note(extra: PMap[str, Any], key: str, default: Any = None) -> Any:
     """Return the note ``key`` recorded in ``extra``, or ``default``.
 
     Examples:
+        >>> from pyrsistent import pmap
         >>> note(pmap({NOTES: pmap({"anthropic_turn": "new"})}), "anthropic_turn")
         'new'
     """
@@ -59,6 +60,7 @@ def provider_keys(extra: PMap[str, Any]) -> dict[str, Any]:
     """Return ``extra`` as plain JSON, without the notes: the keys to write back.
 
     Examples:
+        >>> from pyrsistent import pmap
         >>> provider_keys(pmap({"cache_control": pmap({"type": "ephemeral"}), NOTES: pmap()}))
         {'cache_control': {'type': 'ephemeral'}}
     """
