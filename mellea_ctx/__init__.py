@@ -62,6 +62,17 @@ from ._core.exceptions import (
     TokenizerDataError,
 )
 from ._core.facts import Fact, FactKind, extract_facts, missing_facts
+from ._core.parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+)
 from ._core.pins import (
     PinPredicate,
     pin_nothing,
@@ -74,6 +85,7 @@ from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, d
 from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
 from ._formats.anthropic import from_anthropic, to_anthropic
 from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
+from ._formats.notes import LossyConversionWarning
 from ._formats.openai import from_openai, to_openai, validate_openai
 from ._formats.serialize import (
     component_from_record,
@@ -101,6 +113,7 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
+    "AudioPart",
     "Backend",
     "BackendConnectionError",
     "BackendError",
@@ -115,6 +128,7 @@ __all__ = [
     "Compactor",
     "Component",
     "DeliveredTools",
+    "DocumentPart",
     "EmptySummaryError",
     "Event",
     "EventHook",
@@ -122,12 +136,14 @@ __all__ = [
     "ExtractiveBackend",
     "Fact",
     "FactKind",
+    "ImagePart",
     "InMemoryMetaStore",
     "InlineCompactor",
     "InvalidArgumentError",
     "InvalidComponentError",
     "InvalidContextError",
     "LLMSummarizeCompactor",
+    "LossyConversionWarning",
     "MalformedResponseError",
     "MelleaCtxError",
     "MemoryStore",
@@ -135,15 +151,19 @@ __all__ = [
     "MetaStore",
     "ModelOutputThunk",
     "NotInlineCompactorError",
+    "OpaquePart",
     "OpenAIBackend",
     "Outcome",
+    "Part",
     "PinPredicate",
     "Provider",
     "RateLimitError",
     "ReactInitiator",
     "ReactResult",
     "RecordHook",
+    "RedactedThinkingPart",
     "RedisStore",
+    "RefusalPart",
     "RequestRejectedError",
     "Role",
     "SQLiteStore",
@@ -159,6 +179,8 @@ __all__ = [
     "SpanTooLargeError",
     "StoredSession",
     "SummaryToolCallError",
+    "TextPart",
+    "ThinkingPart",
     "ThresholdCompactor",
     "TiktokenCounter",
     "TokenBudgetCompactor",

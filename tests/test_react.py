@@ -69,9 +69,14 @@ def assert_valid_for_both_providers(messages: Sequence[Component]) -> None:
     _, turns = to_anthropic(messages)
     roles = [turn["role"] for turn in turns]
     assert all(a != b for a, b in itertools.pairwise(roles)), roles
+
+    def blocks(turn: dict[str, Any]) -> list[dict[str, Any]]:
+        content = turn["content"]  # a plain text turn is a string
+        return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
     for previous, turn in itertools.pairwise(turns):
-        used = {b["tool_use_id"] for b in turn["content"] if b["type"] == "tool_result"}
-        asked = {b["id"] for b in previous["content"] if b["type"] == "tool_use"}
+        used = {b["tool_use_id"] for b in blocks(turn) if b["type"] == "tool_result"}
+        asked = {b["id"] for b in blocks(previous) if b["type"] == "tool_use"}
         assert used <= asked
         if asked:
             assert asked <= used, "every tool_use needs its tool_result in the next turn"

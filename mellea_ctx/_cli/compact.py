@@ -15,8 +15,10 @@ from .._compaction.window import WindowCompactor
 from .._core.exceptions import InvalidArgumentError, MelleaCtxError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
+from .._formats.anthropic_write import turns as anthropic_turns
 from .._formats.openai import _problems
 from .._formats.transcripts import _document
+from .changes import compare, parse_output
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -79,6 +81,20 @@ def _compactor(
         on_record=records.append,
         strict=True,
     )
+
+
+def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int]:
+    """The output positions (messages, or Anthropic turns) written from new components."""
+    positions = set()
+    for index, component in enumerate(kept):
+        if id(component) in original:
+            continue
+        if fmt == "anthropic":
+            _, turns = anthropic_turns(kept[: index + 1], opener=True)
+            positions.add(len(turns) - 1)
+        else:
+            positions.add(index)
+    return frozenset(positions)
 
 
 def _strategy(window: int | None, budget: int | None, summarize: bool) -> str:
@@ -224,10 +240,22 @@ def compact(
             f"(message {index}: {problem}); nothing was written. Please report this."
         )
         raise Failure(msg)
-    write(_document(kept, transcript.format), output)
+    data = _document(kept, transcript.format, transcript.envelope)
+    write(data, output)
+    original = {id(component) for component in transcript.components}
+    fresh = _fresh_units(kept, original, transcript.format)
+    changes = compare(
+        transcript.raw, parse_output(data, transcript.format), transcript.format, fresh
+    )
     record = records[-1] if records else None
     report.print(
         compact_report(
-            ctx, compacted, strategy=strategy, options=options, pin=PINS[pin], record=record
+            ctx,
+            compacted,
+            strategy=strategy,
+            options=options,
+            pin=PINS[pin],
+            record=record,
+            changes=changes,
         )
     )

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -27,8 +25,10 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .anthropic import anthropic_document, read_turns
+from .files import _atomic_write, _dumps
 from .locate import _array_labels
-from .openai import _parse_message, to_openai
+from .openai import parse_message as _parse_message
+from .openai import to_openai
 
 __all__ = [
     "Format",
@@ -64,6 +64,12 @@ class _Transcript:
     components: list[Component]
     format: TranscriptFormat
     locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
+    #: A request body's other keys (``model``, ``tools``, ...), written back around
+    #: the messages; ``None`` when the file is a bare array of messages.
+    envelope: dict[str, Any] | None = None
+    #: The file's JSON value as read (for JSONL, the list of its lines' values),
+    #: so the command line can compare its output with its input.
+    raw: Any = None
 
 
 def _detect(text: str, suffix: str) -> Format:
@@ -91,12 +97,13 @@ def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
     components = [
         _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
     ]
-    return _Transcript(components, "json", locations)
+    return _Transcript(components, "json", locations, raw=data)
 
 
 def _parse_jsonl(text: str, source: str) -> _Transcript:
     components: list[Component] = []
     locations: list[str] = []
+    values: list[Any] = []
     # Split on "\n" only: str.splitlines() would also split inside a message
     # whose text holds U+2028 or similar, which json.dumps leaves unescaped.
     for number, line in enumerate(text.split("\n"), start=1):
@@ -118,10 +125,38 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
             raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
         components.append(_parse_message(raw, f"{source} {where}"))
         locations.append(where)
-    return _Transcript(components, "jsonl", locations)
+        values.append(raw)
+    return _Transcript(components, "jsonl", locations, raw=values)
+
+
+def _request_body(text: str) -> dict[str, Any] | None:
+    """Return the parsed text when it is one JSON object with a ``messages`` list."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except (RecursionError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        return data
+    return None
+
+
+def _parse_body(body: dict[str, Any], source: str) -> _Transcript:
+    """A Chat Completions request body: its messages, and its other keys as the envelope."""
+    locations = [f"message {index}" for index in range(len(body["messages"]))]
+    components = [
+        _parse_message(raw, f"{source} {where}")
+        for raw, where in zip(body["messages"], locations, strict=True)
+    ]
+    envelope = {key: value for key, value in body.items() if key != "messages"}
+    return _Transcript(components, "json", locations, envelope, raw=body)
 
 
 def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
+    body = _request_body(text)
+    if body is not None:
+        return _parse_body(body, source)
     if fmt == "json" and not text.strip():
         msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
         raise InvalidContextError(msg)
@@ -177,6 +212,10 @@ def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Tra
         components = read_turns(
             data["messages"], data.get("system"), source=source, locations=locations
         )
+        envelope = {k: v for k, v in data.items() if k != "messages" and k != "system"}
+        if data.get("system", 0) is None:
+            envelope["system"] = None  # an explicit null, written back as such
+        return _Transcript(components, "anthropic", locations, envelope, raw=data)
     elif isinstance(data, list):
         labels = _array_labels(text, len(data))
         components = read_turns(data, source=source, locations=locations, labels=labels)
@@ -186,7 +225,7 @@ def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Tra
             'array of turns or {"system": ..., "messages": [...]}'
         )
         raise InvalidContextError(msg)
-    return _Transcript(components, "anthropic", locations)
+    return _Transcript(components, "anthropic", locations, raw=data)
 
 
 def _loads(text: str, source: str) -> object:
@@ -234,14 +273,24 @@ def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None)
     return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
 
 
-def _document(components: Iterable[Component], fmt: TranscriptFormat) -> bytes:
-    """Return ``components`` serialised in ``fmt``, as UTF-8 bytes."""
+def _document(
+    components: Iterable[Component],
+    fmt: TranscriptFormat,
+    envelope: dict[str, Any] | None = None,
+) -> bytes:
+    """Return ``components`` serialised in ``fmt`` (inside ``envelope``), as UTF-8 bytes."""
     if fmt == "anthropic":
-        document = anthropic_document(components)
+        document = anthropic_document(components, envelope=envelope)
         try:
             return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
             return (json.dumps(document, indent=2) + "\n").encode("ascii")
+    if envelope is not None:
+        body = {**envelope, "messages": to_openai(components)}
+        try:
+            return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            return (json.dumps(body, indent=2) + "\n").encode("ascii")
     return _dumps(to_openai(components), fmt)
 
 
@@ -320,9 +369,11 @@ def _read_transcript(path: str | os.PathLike[str]) -> _Transcript:
 def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
     """Return the components of a transcript file of OpenAI Chat Completions messages.
 
-    The file is either a JSON array of messages or JSONL, one message per
-    line (blank lines are skipped). A ``.jsonl`` name means JSONL; otherwise a
-    file whose text starts with ``[`` is a JSON array and any other is JSONL.
+    The file is a JSON array of messages, JSONL (one message per line, blank
+    lines skipped), or a request body ``{"model": ..., "messages": [...]}``
+    (its other keys are kept for the command line to write back). A
+    ``.jsonl`` name means JSONL; otherwise a file whose text starts with
+    ``[`` is a JSON array and any other is JSONL.
     An empty file is an empty conversation only under a ``.jsonl`` name.
     Messages are read as :func:`from_openai` reads them; the history's tool
     rules are not checked here (see :func:`validate_openai`).
@@ -348,53 +399,6 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
         [Message(role='user', content='hi')]
     """
     return _read_transcript(path).components
-
-
-def _dumps(messages: list[dict[str, Any]], fmt: Format) -> bytes:
-    """Return ``messages`` serialised as UTF-8 JSON (``fmt="json"``) or JSONL."""
-    try:
-        return _serialise(messages, fmt, ascii_only=False).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
-        return _serialise(messages, fmt, ascii_only=True).encode("ascii")
-
-
-def _serialise(messages: list[dict[str, Any]], fmt: Format, *, ascii_only: bool) -> str:
-    if fmt == "jsonl":
-        return "".join(json.dumps(m, ensure_ascii=ascii_only) + "\n" for m in messages)
-    return json.dumps(messages, ensure_ascii=ascii_only, indent=2) + "\n"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder.
-
-    Readers see the old file or the new one, never a part; on failure the
-    old file (if any) is left as it was and the temporary file is removed.
-    A new file gets the usual permissions (0o666 less the umask); a replaced
-    file keeps its own.
-    """
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(temporary, flags, 0o666)
-            break
-        except FileExistsError:  # pragma: no cover - 32 random bits collided
-            continue
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def dump_conversation(

@@ -134,8 +134,8 @@ REFUSED_FILES = [
     ("nan.json", b'[{"role": "user", "content": NaN}]', "message 0: content=nan must be"),
     ("inf_role.jsonl", b'{"role": Infinity, "content": "x"}', "line 1: role=inf is not one of"),
     ("unknown_role.json", b'[{"role": "robot", "content": "x"}]', "role='robot' is not one of"),
-    ("developer.json", b'[{"role": "developer", "content": "x"}]', "as role 'system'"),
-    ("body.json", b'{"messages": [' + USER + b"]}", "this looks like a request body"),
+    ("function.json", b'[{"role": "function", "content": "x"}]', "send them as role 'tool'"),
+    ("body.json", b'{"messages": [' + USER + b", 3]}", "message 1: 3 is not a message"),
     ("scalar.json", b"[" + USER + b", 3]", "message 1: 3 is not a message"),
     ("nul.json", b"\x00\x01\x02", "line 1 column 1: invalid JSON"),
 ]
@@ -242,7 +242,11 @@ class TestHistoryRules:
     """Histories that read fine but break the tool rules: problems listed, nothing raised."""
 
     def test_duplicate_tool_call_ids(self) -> None:
-        """Two calls with one id are reported at the second."""
+        """Two calls with one id in one message are reported; a later message may reuse it.
+
+        OpenAI accepts an id a later message reuses (each result pairs with the
+        closest preceding call), so only the ambiguous case is a problem.
+        """
         calls = [{"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
         history = from_openai(
             [
@@ -252,9 +256,12 @@ class TestHistoryRules:
                 {"role": "tool", "tool_call_id": "c", "content": "b"},
             ]
         )
+        assert [] == validate_openai(history)
+        twice = from_openai([{"role": "assistant", "content": None, "tool_calls": calls * 2}])
         assert [
-            "message 2: tool call id 'c' is already used by message 0; give every call its own id",
-        ] == validate_openai(history)
+            "message 0: tool call id 'c' appears twice in this message; give each call of one "
+            "message its own id",
+        ] == validate_openai(twice)
 
     def test_result_before_its_call(self) -> None:
         """A result that comes before its call answers nothing; the call is left unanswered."""
