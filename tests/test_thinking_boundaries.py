@@ -143,3 +143,19 @@ class TestCompactorsKeepThinkingLoops:
             except (BackendError, CompactionError):
                 return  # strict mode: the input stays as it was
         check_thinking_rules(items, result)
+
+
+class TestDropThinking:
+    @settings(max_examples=60)
+    @given(items=rich)
+    def test_only_older_turns_lose_thinking(self, items: list[Component]) -> None:
+        """Thinking goes from turns before the last user input only; the rest is the same."""
+        from mellea_ctx._core.thinking import drop_thinking
+
+        out = drop_thinking(items)
+        inputs = [i for i, c in enumerate(items) if c.role == "user" and c.tool_call_id is None]
+        start = inputs[-1] if inputs else 0
+        tail = items[start:]
+        assert all(a is b for a, b in zip(out[-len(tail) :], tail, strict=True)) or not tail
+        assert not any(_thinks(c) for c in out[: len(out) - len(tail)])
+        check_thinking_rules(items, out)
