@@ -61,6 +61,17 @@ from ._core.exceptions import (
     TokenizerDataError,
 )
 from ._core.facts import Fact, FactKind, extract_facts, missing_facts
+from ._core.parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+)
 from ._core.pins import (
     PinPredicate,
     pin_nothing,
@@ -73,6 +84,7 @@ from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, d
 from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
 from ._formats.anthropic import from_anthropic, to_anthropic
 from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
+from ._formats.notes import LossyConversionWarning
 from ._formats.openai import from_openai, to_openai, validate_openai
 from ._formats.serialize import (
     component_from_record,
@@ -100,6 +112,7 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
+    "AudioPart",
     "Backend",
     "BackendConnectionError",
     "BackendError",
@@ -114,6 +127,7 @@ __all__ = [
     "Compactor",
     "Component",
     "DeliveredTools",
+    "DocumentPart",
     "EmptySummaryError",
     "Event",
     "EventHook",
@@ -121,12 +135,14 @@ __all__ = [
     "ExtractiveBackend",
     "Fact",
     "FactKind",
+    "ImagePart",
     "InMemoryMetaStore",
     "InlineCompactor",
     "InvalidArgumentError",
     "InvalidComponentError",
     "InvalidContextError",
     "LLMSummarizeCompactor",
+    "LossyConversionWarning",
     "MalformedResponseError",
     "MelleaCtxError",
     "MemoryStore",
@@ -134,15 +150,19 @@ __all__ = [
     "MetaStore",
     "ModelOutputThunk",
     "NotInlineCompactorError",
+    "OpaquePart",
     "OpenAIBackend",
     "Outcome",
+    "Part",
     "PinPredicate",
     "Provider",
     "RateLimitError",
     "ReactInitiator",
     "ReactResult",
     "RecordHook",
+    "RedactedThinkingPart",
     "RedisStore",
+    "RefusalPart",
     "RequestRejectedError",
     "Role",
     "SQLiteStore",
@@ -157,6 +177,8 @@ __all__ = [
     "SessionStoreError",
     "StoredSession",
     "SummaryToolCallError",
+    "TextPart",
+    "ThinkingPart",
     "ThresholdCompactor",
     "TiktokenCounter",
     "TokenBudgetCompactor",

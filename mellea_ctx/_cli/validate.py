@@ -73,7 +73,7 @@ def validate(
             raise click.exceptions.Exit(EXIT_FAILED)
         return
     repaired, changes = repair_history(items, provider=chosen)
-    write(_document(repaired, transcript.format), output)
+    write(_document(repaired, transcript.format, transcript.envelope), output)
     located = []
     for change in changes:
         label, _, text = change.partition(": ")

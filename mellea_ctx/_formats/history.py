@@ -21,6 +21,7 @@ import attrs
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from .._core.exceptions import InvalidArgumentError
+from .content_rules import content_problems, repair_content
 
 __all__ = ["MISSING_RESULT", "Provider", "repair_history", "validate_anthropic"]
 
@@ -73,10 +74,23 @@ def _label(index: int) -> str:
 
 
 def _calls(
-    plan: _Plan, index: int, component: Component, seen: set[str], pending: dict[str, str]
+    plan: _Plan,
+    index: int,
+    component: Component,
+    seen: set[str],
+    pending: dict[str, str],
+    *,
+    reuse: bool = False,
 ) -> None:
-    """Take ``component``'s calls into ``pending``; report and drop reused ids."""
+    """Take ``component``'s calls into ``pending``; report and drop reused ids.
+
+    With ``reuse`` (OpenAI), an id an earlier message used is allowed: each
+    result pairs with the closest preceding assistant message. Only an id
+    used twice in one message is ambiguous then.
+    """
     kept: list[ToolCall] = []
+    if reuse:
+        seen = set()
     for call in component.tool_calls:
         if call.id in seen:
             problem = (
@@ -141,7 +155,7 @@ def _scan_openai(items: Sequence[Component]) -> _Plan:
             _unanswered(plan, exchange, index, pending)
         exchange, pending = None, {}
         if component.tool_calls:
-            _calls(plan, index, component, seen, pending)
+            _calls(plan, index, component, seen, pending, reuse=True)
             if pending:
                 exchange = index
     return plan
@@ -246,7 +260,13 @@ def validate_anthropic(components: Iterable[Component]) -> list[str]:
     * every ``tool_use`` of a closed turn has its result in the next user
       turn; the last assistant turn is *open* (valid without all its results)
       while only tool results follow it;
-    * tool-use ids are unique in the history.
+    * tool-use ids are unique in the history, and match ``^[a-zA-Z0-9_-]+$``;
+    * no text block (nor the system prompt) is empty or only whitespace
+      (Anthropic answers 400 "text content blocks must contain non-whitespace
+      text");
+    * with extended thinking in use (any thinking block in the history), a
+      tool loop that continues (the history ends with tool results) has its
+      first assistant turn start with a thinking block.
 
     Args:
         components: The history, oldest first (a ``ChatContext`` works).
@@ -260,7 +280,8 @@ def validate_anthropic(components: Iterable[Component]) -> list[str]:
         ['message 0: the history starts with an assistant turn; the Messages API wants user']
     """
     items = components if isinstance(components, Sequence) else list(components)
-    problems = sorted(_scan_anthropic(items).problems, key=lambda problem: problem[0])
+    problems = _scan_anthropic(items).problems + content_problems(items, "anthropic")
+    problems.sort(key=lambda problem: problem[0])
     return [f"{_label(index)}: {problem}" for index, problem in problems]
 
 
@@ -278,7 +299,17 @@ def repair_history(
       assistant's text and the record of the call stay); an open exchange at
       the end is left as it is;
     * a call whose id was already used is removed from its message (the
-      message too, if nothing else is left in it);
+      message too, if nothing else is left in it); for ``"openai"`` only an id
+      used twice in one message counts, since OpenAI accepts an id a later
+      message reuses (each result pairs with the closest preceding call);
+    * what the provider rejects inside a message is fixed: for
+      ``"anthropic"`` an empty or whitespace-only text block is removed (the
+      message too when nothing else is left), a tool id outside
+      ``^[a-zA-Z0-9_-]+$`` is renamed in its call and its result alike
+      (:func:`~mellea_ctx._formats.anthropic_write.anthropic_id`); for
+      ``"openai"`` an assistant message with ``null`` content and no calls
+      gets ``""``. Missing thinking cannot be repaired (it is the model's
+      signed output) and stays reported by the validator;
     * for ``"anthropic"`` only: a history that starts with the assistant
       gets a user message ``"(earlier conversation)"`` in front, and a system
       message after the start becomes a user message with the same text.
@@ -312,7 +343,9 @@ def repair_history(
         ["message 1: dropped the tool result for tool_call_id='call_0'",
          "message 2: added a placeholder result for tool call 'call_1' (ls)"]
     """
-    items = list(components)
+    if provider not in ("openai", "anthropic"):
+        _scan([], provider)  # raises
+    items, origin, content_changes = repair_content(list(components), provider)
     plan = _scan(items, provider)
     out: list[Component] = []
     for index, component in enumerate(items):
@@ -326,5 +359,6 @@ def repair_history(
             continue
         out.append(component)
     out += plan.insert.get(-1, [])
-    changes = sorted(plan.changes, key=lambda change: change[0])
+    changes = content_changes + [(origin[index], change) for index, change in plan.changes]
+    changes.sort(key=lambda change: change[0])
     return out, [f"{_label(index)}: {change}" for index, change in changes]

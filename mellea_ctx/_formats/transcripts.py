@@ -28,7 +28,8 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .anthropic import anthropic_document, read_turns
 from .locate import _array_labels
-from .openai import _parse_message, to_openai
+from .openai import parse_message as _parse_message
+from .openai import to_openai
 
 __all__ = [
     "Format",
@@ -64,6 +65,9 @@ class _Transcript:
     components: list[Component]
     format: TranscriptFormat
     locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
+    #: A request body's other keys (``model``, ``tools``, ...), written back around
+    #: the messages; ``None`` when the file is a bare array of messages.
+    envelope: dict[str, Any] | None = None
 
 
 def _detect(text: str, suffix: str) -> Format:
@@ -121,7 +125,34 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
     return _Transcript(components, "jsonl", locations)
 
 
+def _request_body(text: str) -> dict[str, Any] | None:
+    """Return the parsed text when it is one JSON object with a ``messages`` list."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except (RecursionError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        return data
+    return None
+
+
+def _parse_body(body: dict[str, Any], source: str) -> _Transcript:
+    """A Chat Completions request body: its messages, and its other keys as the envelope."""
+    locations = [f"message {index}" for index in range(len(body["messages"]))]
+    components = [
+        _parse_message(raw, f"{source} {where}")
+        for raw, where in zip(body["messages"], locations, strict=True)
+    ]
+    envelope = {key: value for key, value in body.items() if key != "messages"}
+    return _Transcript(components, "json", locations, envelope)
+
+
 def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
+    body = _request_body(text)
+    if body is not None:
+        return _parse_body(body, source)
     if fmt == "json" and not text.strip():
         msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
         raise InvalidContextError(msg)
@@ -177,6 +208,10 @@ def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Tra
         components = read_turns(
             data["messages"], data.get("system"), source=source, locations=locations
         )
+        envelope = {k: v for k, v in data.items() if k != "messages" and k != "system"}
+        if data.get("system", 0) is None:
+            envelope["system"] = None  # an explicit null, written back as such
+        return _Transcript(components, "anthropic", locations, envelope)
     elif isinstance(data, list):
         labels = _array_labels(text, len(data))
         components = read_turns(data, source=source, locations=locations, labels=labels)
@@ -234,14 +269,24 @@ def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None)
     return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
 
 
-def _document(components: Iterable[Component], fmt: TranscriptFormat) -> bytes:
-    """Return ``components`` serialised in ``fmt``, as UTF-8 bytes."""
+def _document(
+    components: Iterable[Component],
+    fmt: TranscriptFormat,
+    envelope: dict[str, Any] | None = None,
+) -> bytes:
+    """Return ``components`` serialised in ``fmt`` (inside ``envelope``), as UTF-8 bytes."""
     if fmt == "anthropic":
-        document = anthropic_document(components)
+        document = anthropic_document(components, envelope=envelope)
         try:
             return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
             return (json.dumps(document, indent=2) + "\n").encode("ascii")
+    if envelope is not None:
+        body = {**envelope, "messages": to_openai(components)}
+        try:
+            return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            return (json.dumps(body, indent=2) + "\n").encode("ascii")
     return _dumps(to_openai(components), fmt)
 
 
@@ -320,8 +365,8 @@ def _read_transcript(path: str | os.PathLike[str]) -> _Transcript:
 def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
     """Return the components of a transcript file of OpenAI Chat Completions messages.
 
-    The file is either a JSON array of messages or JSONL, one message per
-    line (blank lines are skipped). A ``.jsonl`` name means JSONL; otherwise a
+    The file is a JSON array of messages, JSONL (one message per line, blank
+    lines skipped), or a request body ``{"model": ..., "messages": [...]}``. A ``.jsonl`` name means JSONL; otherwise a
     file whose text starts with ``[`` is a JSON array and any other is JSONL.
     An empty file is an empty conversation only under a ``.jsonl`` name.
     Messages are read as :func:`from_openai` reads them; the history's tool

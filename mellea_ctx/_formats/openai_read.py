@@ -1,0 +1,314 @@
+"""OpenAI Chat Completions messages in: every part typed, every unknown key kept.
+
+Roles ``system``, ``developer``, ``user``, ``assistant`` and ``tool``.
+Content parts ``text``, ``image_url``, ``input_audio``, ``file`` and
+``refusal`` become typed parts; any other part type becomes an
+:class:`~mellea_ctx.OpaquePart`. A content-part array stays an array
+(``structured=True``). The assistant's ``refusal`` string and the
+``reasoning_content`` / ``reasoning`` string that DeepSeek, vLLM and other
+compatible servers send become a :class:`~mellea_ctx.RefusalPart` and a
+:class:`~mellea_ctx.ThinkingPart` (``provider="openai"``) with a note saying
+which key they travel in. Every key we do not model is kept in ``extra``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
+from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from .._core.parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+)
+from .._core.reprs import short_repr
+from .notes import with_notes
+
+__all__ = ["OPENAI_ROLES", "from_openai", "parse_message"]
+
+#: The roles a Chat Completions message may have here.
+OPENAI_ROLES: Final = ("system", "developer", "user", "assistant", "tool")
+#: Message keys that carry the model's reasoning on compatible servers.
+REASONING_KEYS: Final = ("reasoning_content", "reasoning")
+_DATA_URI: Final = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
+
+_ROLE_FIXES: Final = {
+    "function": "legacy function results are not supported; send them as role 'tool' "
+    "with the tool_call_id of the call they answer",
+}
+
+
+def _short(value: object, limit: int = 80) -> str:
+    return short_repr(value, limit)
+
+
+def _fail(where: str, detail: str) -> InvalidContextError:
+    return InvalidContextError(f"{where}: {detail}")
+
+
+def _rest(raw: Mapping[str, Any], *known: str) -> dict[str, Any]:
+    return {key: value for key, value in raw.items() if key not in known}
+
+
+def _inner(part: Mapping[str, Any], key: str, fields: Sequence[str]) -> Mapping[str, Any] | None:
+    """Return ``part[key]`` when it is an object whose ``fields`` are strings (or absent)."""
+    inner = part.get(key)
+    if not isinstance(inner, Mapping):
+        return None
+    if all(inner.get(name) is None or isinstance(inner[name], str) for name in fields):
+        return inner
+    return None
+
+
+def _extra(part: Mapping[str, Any], key: str, inner: Mapping[str, Any], known: Sequence[str]) -> Any:
+    extra = _rest(part, "type", key)
+    unknown = _rest(inner, *known)
+    unknown.update({name: None for name in known if name in inner and inner[name] is None})
+    if unknown:
+        extra[key] = unknown  # keys of the inner object we do not model
+    return extra
+
+
+def _part(part: object, role: str, where: str) -> Part:
+    if not isinstance(part, Mapping):
+        raise _fail(where, f"{_short(part)} is not a content part; expected an object with a 'type'")
+    kind = part.get("type")
+    if kind == "text":
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise _fail(where, f"text={_short(text)} must be a string")
+        return TextPart(text, extra=_rest(part, "type", "text"))
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return RefusalPart(part["refusal"], extra=_rest(part, "type", "refusal"))
+    if kind == "image_url":
+        if role != "user":
+            msg = f"type='image_url' is only allowed in user messages, not role={role!r}"
+            raise _fail(where, f"{msg}; move the image to a user message")
+        inner = _inner(part, "image_url", ("url", "detail"))
+        if inner is None or not inner.get("url"):
+            image = part.get("image_url")
+            msg = f'image_url={_short(image)} must be an object {{"url": "..."}} with a non-empty url'
+            raise _fail(where, msg)
+        extra = _extra(part, "image_url", inner, ("url", "detail"))
+        return ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
+    if kind == "input_audio":
+        inner = _inner(part, "input_audio", ("data", "format"))
+        if inner is not None and isinstance(inner.get("data"), str):
+            extra = _extra(part, "input_audio", inner, ("data", "format"))
+            return AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
+    if kind == "file":
+        inner = _inner(part, "file", ("file_data", "file_id", "filename"))
+        if inner is not None and (inner.get("file_data") or inner.get("file_id")):
+            return _file(part, inner)
+    return OpaquePart("openai", part)
+
+
+def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
+    extra = _extra(part, "file", inner, ("file_data", "file_id", "filename"))
+    data, media = inner.get("file_data"), None
+    if data is not None:
+        match = _DATA_URI.match(data)
+        if match:
+            data, media = match["data"], match["media"]
+        else:
+            extra = with_notes(extra, file_data="raw")
+    return DocumentPart(
+        data=data, media_type=media, file_id=inner.get("file_id"), name=inner.get("filename"),
+        extra=extra,
+    )
+
+
+def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[Part], bool, bool]:
+    """Return the content parts, whether they were a list, and whether content was null."""
+    if "content" not in raw and role != "assistant":
+        raise _fail(where, "'content' is missing; pass a string ('' for an empty message)")
+    content = raw.get("content")
+    if content is None:
+        if role == "assistant":
+            return [], False, True
+        msg = f"content=None is not allowed for role={role!r}; pass a string ('' when empty)"
+        raise _fail(where, msg)
+    if isinstance(content, str):
+        return [TextPart(content)], False, False
+    if isinstance(content, list):
+        parts = [_part(part, role, f"{where}: content[{i}]") for i, part in enumerate(content)]
+        return parts, True, False
+    msg = (
+        f"content={_short(content)} must be a string, a list of content parts, "
+        "or null (assistant messages only)"
+    )
+    raise _fail(where, msg)
+
+
+def _required_str(value: object, where: str, field: str, fix: str) -> str:
+    if isinstance(value, str) and value:
+        return value
+    raise _fail(where, f"{field}={_short(value)} must be a non-empty string; {fix}")
+
+
+def _tool_call(raw: object, where: str) -> ToolCall:
+    if not isinstance(raw, Mapping):
+        msg = f"{_short(raw)} is not a tool call; expected an object with id, type and function"
+        raise _fail(where, msg)
+    kind = raw.get("type", "function")
+    if kind != "function":
+        raise _fail(where, f"type={_short(kind)} is not supported; only 'function' tool calls are")
+    call_id = _required_str(raw.get("id"), where, "id", "pass the provider's call id")
+    function = raw.get("function")
+    if not isinstance(function, Mapping):
+        msg = f"function={_short(function)} must be an object with 'name' and 'arguments'"
+        raise _fail(where, msg)
+    name = _required_str(function.get("name"), where, "function.name", "pass the tool's name")
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        msg = (
+            f"function.arguments={_short(arguments)} must be a JSON string, as the wire format "
+            "carries it; serialise it with json.dumps()"
+        )
+        raise _fail(where, msg)
+    extra = _rest(raw, "id", "type", "function")
+    inner = _rest(function, "name", "arguments")
+    if inner:
+        extra["function"] = inner
+    if "type" not in raw:
+        extra = with_notes(extra, type="absent")
+    return ToolCall(call_id, name, arguments, extra=extra)
+
+
+def _tool_calls(raw: Mapping[str, Any], role: str, where: str) -> tuple[ToolCall, ...]:
+    calls = raw.get("tool_calls")
+    if calls is None or calls == []:
+        return ()
+    if not isinstance(calls, list):
+        raise _fail(where, f"tool_calls={_short(calls)} must be a list of tool calls")
+    if role != "assistant":
+        msg = f"tool_calls are only allowed on assistant messages, not role={role!r}"
+        raise _fail(where, f"{msg}; move the calls to an assistant message")
+    return tuple(_tool_call(call, f"{where}: tool_calls[{i}]") for i, call in enumerate(calls))
+
+
+def _modelled(raw: Mapping[str, Any], role: str) -> list[str]:
+    """The keys of ``raw`` this reader turns into fields (the rest go to ``extra``)."""
+    keys = ["role", "content"]
+    if isinstance(raw.get("name"), str):
+        keys.append("name")
+    if raw.get("tool_calls"):
+        keys.append("tool_calls")
+    if role == "tool":
+        keys.append("tool_call_id")
+    if role == "assistant":
+        keys += [key for key in ("refusal", *REASONING_KEYS) if isinstance(raw.get(key), str)]
+    return keys
+
+
+def parse_message(raw: object, where: str) -> Component:
+    """Return the component for one Chat Completions message; ``where`` prefixes errors."""
+    if not isinstance(raw, Mapping):
+        msg = f"{_short(raw)} is not a message; expected an object with 'role' and 'content'"
+        raise _fail(where, msg)
+    if "role" not in raw:
+        roles = ", ".join(map(repr, OPENAI_ROLES))
+        msg = f"'role' is missing; every message needs one of {roles}"
+        if "messages" in raw:
+            msg += " (this looks like a request body: pass or save its 'messages' list)"
+        raise _fail(where, msg)
+    role = raw["role"]
+    if role not in OPENAI_ROLES:
+        fix = _ROLE_FIXES.get(role, "use one of these roles") if isinstance(role, str) else ""
+        raise _fail(where, f"role={_short(role)} is not one of {OPENAI_ROLES!r}; {fix or 'fix it'}")
+    parts, structured, null = _content(raw, role, where)
+    name = raw.get("name")
+    if name is not None and not (isinstance(name, str) and name):
+        raise _fail(where, f"name={_short(name)} must be a non-empty string; leave it out if unknown")
+    calls = _tool_calls(raw, role, where)
+    extra = _rest(raw, *_modelled(raw, role))
+    if "content" not in raw:
+        extra = with_notes(extra, content="absent")
+    if role == "assistant":
+        for key in REASONING_KEYS:
+            if isinstance(raw.get(key), str):
+                thinking = ThinkingPart(raw[key], provider="openai", extra=with_notes({}, key=key))
+                parts.insert(0, thinking)
+        if isinstance(raw.get("refusal"), str):
+            parts.append(RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
+    try:
+        if role == "tool":
+            call_id = _required_str(
+                raw.get("tool_call_id"), where, "tool_call_id",
+                "name the id of the call this result answers",
+            )
+            return ToolMessage(
+                parts, tool_call_id=call_id, name=name, extra=extra, structured=structured
+            )
+        if null and name is None:
+            return ModelOutputThunk(None, parts=parts, tool_calls=calls, extra=extra, structured=False)
+        return Message(
+            role, parts, tool_calls=calls, name=name, extra=extra, structured=structured
+        )
+    except InvalidComponentError as exc:  # pragma: no cover - every field is checked above
+        raise _fail(where, str(exc)) from exc
+
+
+def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
+    """Return the components for a list of OpenAI Chat Completions messages.
+
+    ``system``, ``developer`` and ``user`` messages become
+    :class:`~mellea_ctx.Message`; an ``assistant`` message becomes a
+    ``Message`` carrying its :class:`~mellea_ctx.ToolCall` values, except that
+    one whose ``content`` is ``null`` (or missing) becomes a
+    :class:`~mellea_ctx.ModelOutputThunk` with ``value=None``. A ``tool``
+    message becomes a :class:`~mellea_ctx.ToolMessage`.
+
+    ``content`` may be a string or a list of parts; a list stays a list
+    (``structured=True``), each part a typed part: ``text``, ``image_url``
+    (with its ``detail``), ``input_audio``, ``file`` and ``refusal``; any
+    other type is kept verbatim as an :class:`~mellea_ctx.OpaquePart`. The
+    assistant's ``refusal`` and ``reasoning_content`` strings become a
+    :class:`~mellea_ctx.RefusalPart` and a :class:`~mellea_ctx.ThinkingPart`.
+    Every other key (``audio``, ``function_call``, a tool call's ``index``,
+    ``"name": null``, ...) is kept in ``extra``. :func:`to_openai` writes the
+    same JSON back (docs/formats.md lists the few normalizations).
+
+    This checks each message on its own; whether tool results match their
+    calls is :func:`validate_openai`'s job.
+
+    Args:
+        messages: The ``messages`` of a Chat Completions request, as parsed JSON.
+
+    Returns:
+        One component per message, in order.
+
+    Raises:
+        InvalidArgumentError: When ``messages`` is a mapping or a string
+            rather than a list of messages.
+        InvalidContextError: For a message that is not an object, an unknown
+            role, or a field of the wrong type; the error names the message
+            index and the field.
+
+    Examples:
+        >>> from_openai([
+        ...     {"role": "user", "content": "List the files"},
+        ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1",
+        ...      "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        ...     {"role": "tool", "tool_call_id": "call_1", "content": "a.py"},
+        ... ])  # doctest: +NORMALIZE_WHITESPACE
+        [Message(role='user', content='List the files'),
+         ModelOutputThunk(value=None, tool_calls=(ToolCall(id='call_1', name='ls',
+           arguments='{}'),)),
+         ToolMessage(content='a.py', tool_call_id='call_1')]
+    """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        msg = (
+            f"from_openai: messages={_short(messages)} must be a list of message objects; "
+            "for a request body pass body['messages']"
+        )
+        raise InvalidArgumentError(msg)
+    return [parse_message(raw, f"message {index}") for index, raw in enumerate(messages)]
