@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 import mellea_ctx
-from mellea_ctx._formats.transcripts import _document, _read_any
 from mellea_ctx import (
     CBlock,
     ChatContext,
@@ -30,10 +29,11 @@ from mellea_ctx import (
     dump_conversation,
     from_openai,
     load_conversation,
-    to_openai,
     repair_history,
+    to_openai,
     validate_openai,
 )
+from mellea_ctx._formats.transcripts import _document, _read_any
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 CORPUS_FILES = (
@@ -155,7 +155,11 @@ class TestFromOpenai:
                 }
             ]
         )
-        parts = (TextPart("What is in"), ImagePart(url="https://x/a.png"), TextPart("this picture?"))
+        parts = (
+            TextPart("What is in"),
+            ImagePart(url="https://x/a.png"),
+            TextPart("this picture?"),
+        )
         assert Message("user", parts, structured=True) == component
         assert ("https://x/a.png",) == component.images
 
@@ -418,9 +422,10 @@ class TestRequestBodies:
         path = tmp_path / "body.json"
         path.write_text(json.dumps(body), encoding="utf-8")
         transcript = _read_any(path)
-        assert [Message("developer", "Be brief."), Message("user", [TextPart("hi")], structured=True)] == (
-            load_conversation(path)
-        )
+        assert [
+            Message("developer", "Be brief."),
+            Message("user", [TextPart("hi")], structured=True),
+        ] == (load_conversation(path))
         assert body == json.loads(_document(transcript.components, "json", transcript.envelope))
 
 

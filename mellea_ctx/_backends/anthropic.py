@@ -133,12 +133,13 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
     its signature included, is sent as it is. ``payload`` is not modified.
 
     Examples:
-        >>> sendable([
+        >>> out = sendable([
         ...     {"role": "user", "content": "hi"},
-        ...     {"role": "assistant", "content": [{"type": "text", "text": "\n\n"}]},
+        ...     {"role": "assistant", "content": [{"type": "text", "text": "  "}]},
         ...     {"role": "user", "content": "go on"},
         ... ])
-        [{'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}, {'type': 'text', 'text': 'go on'}]}]
+        >>> [(m["role"], [b["text"] for b in m["content"]]) for m in out]
+        [('user', ['hi', 'go on'])]
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(payload):
@@ -186,7 +187,9 @@ def _parse(response: Any) -> ModelOutputThunk:
             extra = {k: v for k, v in _block_dict(block).items() if k not in ("type", "text")}
             parts.append(TextPart(block.text, extra=extra))
         elif kind == "thinking":
-            parts.append(ThinkingPart(block.thinking, signature=block.signature, provider="anthropic"))
+            parts.append(
+                ThinkingPart(block.thinking, signature=block.signature, provider="anthropic")
+            )
         elif kind == "redacted_thinking":
             parts.append(RedactedThinkingPart(block.data, provider="anthropic"))
         elif kind == "tool_use":

@@ -24,6 +24,7 @@ from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.parts import Part, RefusalPart, TextPart, ThinkingPart
 from .._core.tools import Tool
+from .._formats.notes import with_notes
 from .._formats.openai import to_openai
 from .sdk import SDKBackend, sdk_arguments
 
@@ -144,7 +145,7 @@ def _parse(response: Any) -> ModelOutputThunk:
     for key in ("reasoning_content", "reasoning"):
         reasoning = getattr(message, key, None)
         if isinstance(reasoning, str):
-            extra = {} if key == "reasoning_content" else {"mellea_ctx": {"key": key}}
+            extra = {} if key == "reasoning_content" else with_notes({}, key=key)
             parts.append(ThinkingPart(reasoning, provider="openai", extra=extra))
             break
     content = message.content

@@ -91,7 +91,7 @@ def _image(block: Mapping[str, Any]) -> Part:
 def _document(block: Mapping[str, Any]) -> Part:
     source = _source(block, ("base64", "text", "url", "file"))
     title = block.get("title")
-    if source is None or not (title is None or isinstance(title, str) and title):
+    if source is None or not (title is None or (isinstance(title, str) and title)):
         return OpaquePart(PROVIDER, block)  # a content source, or a title we cannot hold
     extra = _extra(block, source, ("title",))
     name = title

@@ -199,7 +199,10 @@ def _parts_blocks(parts: Iterable[Part], where: str, lost: list[str]) -> list[di
 
 def _result(component: Component, where: str, lost: list[str]) -> dict[str, Any]:
     assert component.tool_call_id is not None
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _id(component.tool_call_id, lost)}
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": _id(component.tool_call_id, lost),
+    }
     extra = provider_keys(component.extra)
     parts = component.parts
     if isinstance(component, ToolMessage) and not parts and not component.structured:

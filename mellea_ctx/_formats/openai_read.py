@@ -68,7 +68,9 @@ def _inner(part: Mapping[str, Any], key: str, fields: Sequence[str]) -> Mapping[
     return None
 
 
-def _extra(part: Mapping[str, Any], key: str, inner: Mapping[str, Any], known: Sequence[str]) -> Any:
+def _extra(
+    part: Mapping[str, Any], key: str, inner: Mapping[str, Any], known: Sequence[str]
+) -> Any:
     extra = _rest(part, "type", key)
     unknown = _rest(inner, *known)
     unknown.update({name: None for name in known if name in inner and inner[name] is None})
@@ -79,7 +81,9 @@ def _extra(part: Mapping[str, Any], key: str, inner: Mapping[str, Any], known: S
 
 def _part(part: object, role: str, where: str) -> Part:
     if not isinstance(part, Mapping):
-        raise _fail(where, f"{_short(part)} is not a content part; expected an object with a 'type'")
+        raise _fail(
+            where, f"{_short(part)} is not a content part; expected an object with a 'type'"
+        )
     kind = part.get("type")
     if kind == "text":
         text = part.get("text")
@@ -95,7 +99,9 @@ def _part(part: object, role: str, where: str) -> Part:
         inner = _inner(part, "image_url", ("url", "detail"))
         if inner is None or not inner.get("url"):
             image = part.get("image_url")
-            msg = f'image_url={_short(image)} must be an object {{"url": "..."}} with a non-empty url'
+            msg = (
+                f'image_url={_short(image)} must be an object {{"url": "..."}} with a non-empty url'
+            )
             raise _fail(where, msg)
         extra = _extra(part, "image_url", inner, ("url", "detail"))
         return ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
@@ -121,7 +127,10 @@ def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
         else:
             extra = with_notes(extra, file_data="raw")
     return DocumentPart(
-        data=data, media_type=media, file_id=inner.get("file_id"), name=inner.get("filename"),
+        data=data,
+        media_type=media,
+        file_id=inner.get("file_id"),
+        name=inner.get("filename"),
         extra=extra,
     )
 
@@ -227,7 +236,9 @@ def parse_message(raw: object, where: str) -> Component:
     parts, structured, null = _content(raw, role, where)
     name = raw.get("name")
     if name is not None and not (isinstance(name, str) and name):
-        raise _fail(where, f"name={_short(name)} must be a non-empty string; leave it out if unknown")
+        raise _fail(
+            where, f"name={_short(name)} must be a non-empty string; leave it out if unknown"
+        )
     calls = _tool_calls(raw, role, where)
     extra = _rest(raw, *_modelled(raw, role))
     if "content" not in raw:
@@ -242,17 +253,19 @@ def parse_message(raw: object, where: str) -> Component:
     try:
         if role == "tool":
             call_id = _required_str(
-                raw.get("tool_call_id"), where, "tool_call_id",
+                raw.get("tool_call_id"),
+                where,
+                "tool_call_id",
                 "name the id of the call this result answers",
             )
             return ToolMessage(
                 parts, tool_call_id=call_id, name=name, extra=extra, structured=structured
             )
         if null and name is None:
-            return ModelOutputThunk(None, parts=parts, tool_calls=calls, extra=extra, structured=False)
-        return Message(
-            role, parts, tool_calls=calls, name=name, extra=extra, structured=structured
-        )
+            return ModelOutputThunk(
+                None, parts=parts, tool_calls=calls, extra=extra, structured=False
+            )
+        return Message(role, parts, tool_calls=calls, name=name, extra=extra, structured=structured)
     except InvalidComponentError as exc:  # pragma: no cover - every field is checked above
         raise _fail(where, str(exc)) from exc
 

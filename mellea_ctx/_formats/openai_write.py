@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .._core.components import Component, ModelOutputThunk, ToolCall
+from .._core.components import Component, ToolCall
 from .._core.exceptions import InvalidComponentError
 from .._core.parts import (
     AudioPart,
@@ -78,8 +78,10 @@ def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
     if isinstance(part, DocumentPart):
         block = _file(part, extra)
         if block is None:
-            lost.append(f"{where}: a document with no data or file id (Chat Completions has no "
-                        "text or URL documents)")
+            lost.append(
+                f"{where}: a document with no data or file id (Chat Completions has no "
+                "text or URL documents)"
+            )
         return block
     kind = "redacted thinking" if isinstance(part, RedactedThinkingPart) else "thinking"
     lost.append(f"{where}: a {kind} part from {getattr(part, 'provider', None)!r}")
@@ -88,7 +90,11 @@ def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
 
 def _call(call: ToolCall) -> dict[str, Any]:
     extra = provider_keys(call.extra)
-    function = {"name": call.name, "arguments": call.arguments, **(extra.pop("function", None) or {})}
+    function = {
+        "name": call.name,
+        "arguments": call.arguments,
+        **(extra.pop("function", None) or {}),
+    }
     out: dict[str, Any] = {"id": call.id}
     if note(call.extra, "type") != "absent":
         out["type"] = "function"

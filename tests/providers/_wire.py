@@ -401,9 +401,7 @@ class WireServer:
         and ``refusal`` add OpenAI message fields (see :class:`Reply`).
         """
         calls = tuple(tool_use(call) for call in tool_calls)
-        self.enqueue(
-            Reply(text, calls, usage, stop, model, thinking, redacted, reasoning, refusal)
-        )
+        self.enqueue(Reply(text, calls, usage, stop, model, thinking, redacted, reasoning, refusal))
 
     def empty(self) -> None:
         """Answer the next request with a completion that holds no text and no tool call."""

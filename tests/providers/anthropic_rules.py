@@ -119,7 +119,9 @@ def _thinking_loop(body: Mapping[str, Any], messages: Sequence[Mapping[str, Any]
     if messages[-1].get("role") != "user" or not has_results(messages[-1]):
         return []  # no loop goes on: a new user turn needs no earlier thinking
     start = len(messages) - 1
-    while start > 0 and (messages[start].get("role") == "assistant" or has_results(messages[start])):
+    while start > 0 and (
+        messages[start].get("role") == "assistant" or has_results(messages[start])
+    ):
         start -= 1
     first = start if messages[start].get("role") == "assistant" else start + 1
     blocks = _blocks(messages[first].get("content"))

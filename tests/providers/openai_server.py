@@ -106,7 +106,9 @@ class OpenAIWireServer(WireServer):
         message: dict[str, Any] = {
             "role": "assistant",
             # The API sends null content beside tool calls, and "" for an empty answer.
-            "content": reply.text if reply.text or not (reply.tool_calls or reply.refusal) else None,
+            "content": reply.text
+            if reply.text or not (reply.tool_calls or reply.refusal)
+            else None,
             "refusal": reply.refusal,
             "annotations": [],
         }
