@@ -280,7 +280,7 @@ def _noted(component: Component, **notes: Any) -> Component:
     held = dict(extra.get(NOTES, {}))
     held.update(notes)
     extra[NOTES] = held
-    return attrs.evolve(component, extra=extra)  # type: ignore[misc]
+    return attrs.evolve(component, extra=extra)  # type: ignore[call-arg]
 
 
 def _system(system: object, where: str) -> Message | None:

@@ -55,7 +55,7 @@ def anthropic_id(call_id: str) -> str:
 
     Examples:
         >>> anthropic_id("toolu_01A"), anthropic_id("functions.ls:0")
-        ('toolu_01A', 'functions_ls_0_a4f0e2f9')
+        ('toolu_01A', 'functions_ls_0_dd50e5a0')
     """
     if TOOL_ID.match(call_id):
         return call_id
@@ -146,7 +146,7 @@ def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None
         if part.signature is None and part.provider != "anthropic":
             lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
             return None
-        block = {"type": "thinking", "thinking": part.text}
+        block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
         if part.signature is not None:
             block["signature"] = part.signature
         return {**block, **extra}
@@ -155,10 +155,10 @@ def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None
     if isinstance(part, ImagePart):
         return _image(part, extra)
     if isinstance(part, DocumentPart):
-        block = _document(part, extra)
-        if block is None:
+        document = _document(part, extra)
+        if document is None:
             lost.append(f"{where}: a document with no data, text, url or file id")
-        return block
+        return document
     if isinstance(part, OpaquePart):
         if part.provider == "anthropic":
             return thaw_json(part.block)  # type: ignore[no-any-return]
@@ -226,6 +226,8 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
     role = "assistant" if component.role == "assistant" else "user"
     parts = component.parts
     calls = component.tool_calls
+    if not component.structured:  # a plain "" is no block at all
+        parts = tuple(p for p in parts if not (type(p) is TextPart and not p.text and not p.extra))
     if not component.structured and not calls:
         if not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].text):
             return role, []  # nothing to send
@@ -336,9 +338,10 @@ def anthropic_document(
 
     Without a system prompt or ``envelope`` (the other keys of a request body
     the file held) the transcript is the list of turns; otherwise an object
-    ``{"system": ..., "messages": [...], ...}``. No opener turn is added.
+    ``{"system": ..., "messages": [...], ...}``. As for :func:`to_anthropic`,
+    a history that starts with the assistant gets a user turn in front.
     """
-    system, messages = turns(components, opener=False)
+    system, messages = turns(components, opener=True)
     if system is None and envelope is None:
         return messages
     document: dict[str, Any] = dict(envelope or {})

@@ -147,7 +147,7 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
         blocks = (part_dict(part, where, lost) for part in parts)
         message["content"] = [block for block in blocks if block is not None]
     elif parts:
-        message["content"] = parts[0].text  # type: ignore[union-attr]
+        message["content"] = parts[0].text
     elif note(component.extra, "content") != "absent":
         may_be_null = role == "assistant" and (
             component.tool_calls or keys or {"audio", "function_call"} & set(extra)
