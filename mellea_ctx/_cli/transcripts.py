@@ -18,9 +18,10 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
+from .._formats.files import _atomic_write
 from .._formats.history import _scan_anthropic
 from .._formats.openai import _problems
-from .._formats.transcripts import _atomic_write, _parse_any, _read_any, _Transcript
+from .._formats.transcripts import _parse_any, _read_any, _Transcript
 from .options import FORMATS
 from .terminal import PROG, InputError
 

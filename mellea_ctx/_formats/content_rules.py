@@ -68,7 +68,7 @@ def with_parts(component: Component, parts: Sequence[Part], **changes: Any) -> C
             structured=component.structured,
         )
     if isinstance(component, (Message, ToolMessage)):
-        return attrs.evolve(component, content=tuple(parts), extra=extra, **changes)  # type: ignore[misc]
+        return attrs.evolve(component, content=tuple(parts), extra=extra, **changes)
     return Message(component.role, parts, tool_calls=component.tool_calls, **changes)
 
 
@@ -78,15 +78,20 @@ def _blank(part: Part) -> bool:
 
 def _blank_text(index: int, component: Component, system: bool) -> Finding | None:
     parts = component.parts
+    if system and all(type(p) is TextPart and not p.text.strip() for p in parts):
+        problem = (
+            f"the system prompt is empty or only whitespace ({component.content[:20]!r}); "
+            "Anthropic refuses blank text: leave the system prompt out instead"
+        )
+        return index, problem, "dropped the blank system prompt", None
     if component.tool_call_id is not None and not component.structured:
         return None  # a string result is not a text block ("" is accepted)
-    blank = [part for part in parts if _blank(part)]
-    if not blank and (parts or not system):
+    blank = [part for part in parts if type(part) is TextPart and not part.text.strip()]
+    if not component.structured:  # a plain "" is not sent at all; "  " is sent as text
+        blank = [part for part in blank if part.text]
+    if not blank:
         return None
     where = "the system prompt" if system else "the message"
-    if not blank:  # an empty system prompt with no blocks at all
-        problem = "the system prompt is empty; Anthropic wants text or no system prompt"
-        return index, problem, "dropped the empty system prompt", None
     noun = "block" if len(blank) == 1 else "blocks"
     problem = (
         f"{where} holds {len(blank)} text {noun} empty or only whitespace "

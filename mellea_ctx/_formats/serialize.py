@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
+
+import attrs
+from pyrsistent import PMap
 
 from .._core.checkpoint import Checkpoint
+from .._core.checks import _is_plain
 from .._core.components import (
     CBlock,
     Component,
@@ -25,6 +29,18 @@ from .._core.components import (
     Usage,
 )
 from .._core.exceptions import InvalidComponentError
+from .._core.parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+    thaw_json,
+)
 from .._core.reprs import short_repr
 
 __all__ = [
@@ -32,11 +48,90 @@ __all__ = [
     "component_to_record",
     "components_from_json",
     "components_to_json",
+    "part_from_record",
+    "part_to_record",
 ]
 
 
-def _calls(calls: Iterable[ToolCall]) -> list[dict[str, str]]:
-    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        record: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        if call.extra:
+            record["extra"] = thaw_json(call.extra)
+        out.append(record)
+    return out
+
+
+#: A part's record kind, by class; the record holds the part's set fields.
+_PART_KINDS: Final[dict[type, str]] = {
+    TextPart: "text",
+    ImagePart: "image",
+    DocumentPart: "document",
+    AudioPart: "audio",
+    ThinkingPart: "thinking",
+    RedactedThinkingPart: "redacted_thinking",
+    RefusalPart: "refusal",
+    OpaquePart: "opaque",
+}
+_PART_CLASSES: Final = {kind: cls for cls, kind in _PART_KINDS.items()}
+
+
+def part_to_record(part: Part) -> dict[str, Any]:
+    """Return a JSON-able record of one content part (its fields that are set).
+
+    Examples:
+        >>> part_to_record(ThinkingPart("hmm", signature="s1"))
+        {'part': 'thinking', 'text': 'hmm', 'signature': 's1'}
+    """
+    record: dict[str, Any] = {"part": _PART_KINDS[type(part)]}
+    for field in attrs.fields(type(part)):
+        value = getattr(part, field.name)
+        if value is None or (field.name == "extra" and not value):
+            continue
+        record[field.name] = thaw_json(value) if isinstance(value, PMap) else value
+    return record
+
+
+def part_from_record(record: Mapping[str, Any]) -> Part:
+    """Return the part a :func:`part_to_record` record describes."""
+    fields = {key: value for key, value in record.items() if key != "part"}
+    cls = _PART_CLASSES[record["part"]]
+    if cls is OpaquePart:
+        return OpaquePart(fields["provider"], fields["block"])
+    if cls in (TextPart, RefusalPart, ThinkingPart):
+        return cls(fields.pop("text"), **fields)
+    if cls is RedactedThinkingPart:
+        return RedactedThinkingPart(fields.pop("data"), **fields)
+    return cls(**fields)  # type: ignore[no-any-return]
+
+
+def _content(record: dict[str, Any], component: Component) -> None:
+    """Record ``component``'s parts: as ``content`` text when plain, else as ``parts``."""
+    parts = component.parts
+    plain = len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra
+    if plain:
+        record["content"] = component.content
+    else:
+        record["parts"] = [part_to_record(part) for part in parts]
+    if component.structured != (not plain):
+        record["structured"] = component.structured
+    if component.extra:
+        record["extra"] = thaw_json(component.extra)
+
+
+def _parts(record: Mapping[str, Any], key: str = "content") -> Any:
+    """The content of a record: its ``parts``, or (older records) its text."""
+    if "parts" in record:
+        return [part_from_record(part) for part in record["parts"]]
+    return record[key]
+
+
+def _options(record: Mapping[str, Any]) -> dict[str, Any]:
+    options: dict[str, Any] = {"extra": record.get("extra")}
+    if "structured" in record:
+        options["structured"] = record["structured"]
+    return options
 
 
 def component_to_record(component: Component) -> dict[str, Any]:
@@ -50,29 +145,29 @@ def component_to_record(component: Component) -> dict[str, Any]:
         {'kind': 'message', 'role': 'user', 'content': 'hi'}
     """
     if type(component) is Message:
-        record: dict[str, Any] = {
-            "kind": "message",
-            "role": component.role,
-            "content": component.content,
-        }
+        record: dict[str, Any] = {"kind": "message", "role": component.role}
+        _content(record, component)
         if component.tool_calls:
             record["tool_calls"] = _calls(component.tool_calls)
-        if component.images:
-            record["images"] = list(component.images)
         if component.name is not None:
             record["name"] = component.name
         return record
     if type(component) is ToolMessage:
-        record = {
-            "kind": "tool",
-            "content": component.content,
-            "tool_call_id": component.tool_call_id,
-        }
+        record = {"kind": "tool", "tool_call_id": component.tool_call_id}
+        _content(record, component)
         if component.name is not None:
             record["name"] = component.name
+        if component.is_error:
+            record["is_error"] = True
         return record
     if type(component) is ModelOutputThunk:
         record = {"kind": "output", "value": component.value}
+        if component.parts != ((TextPart(component.value),) if component.value else ()):
+            record["parts"] = [part_to_record(part) for part in component.parts]
+        if component.structured != (not _is_plain(component.parts)):
+            record["structured"] = component.structured
+        if component.extra:
+            record["extra"] = thaw_json(component.extra)
         if component.tool_calls:
             record["tool_calls"] = _calls(component.tool_calls)
         if component.usage is not None:
@@ -99,7 +194,10 @@ def component_to_record(component: Component) -> dict[str, Any]:
 
 
 def _tool_calls(record: Mapping[str, Any]) -> list[ToolCall]:
-    return [ToolCall(c["id"], c["name"], c["arguments"]) for c in record.get("tool_calls", ())]
+    return [
+        ToolCall(c["id"], c["name"], c["arguments"], extra=c.get("extra"))
+        for c in record.get("tool_calls", ())
+    ]
 
 
 def component_from_record(record: Mapping[str, Any]) -> Component:
@@ -120,21 +218,29 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
         if kind == "message":
             return Message(
                 record["role"],
-                record["content"],
+                _parts(record),
                 tool_calls=_tool_calls(record),
-                images=record.get("images", ()),
+                images=record.get("images", ()),  # records before parts kept images apart
                 name=record.get("name"),
+                **_options(record),
             )
         if kind == "tool":
             return ToolMessage(
-                record["content"], tool_call_id=record["tool_call_id"], name=record.get("name")
+                _parts(record),
+                tool_call_id=record["tool_call_id"],
+                name=record.get("name"),
+                is_error=record.get("is_error", False),
+                **_options(record),
             )
         if kind == "output":
             usage = record.get("usage")
+            parts = _parts(record, "-") if "parts" in record else None
             return ModelOutputThunk(
                 record["value"],
+                parts=parts,
                 tool_calls=_tool_calls(record),
                 usage=Usage(*usage) if usage is not None else None,
+                **_options(record),
             )
         if kind == "cblock":
             return CBlock(record["value"])
@@ -147,7 +253,7 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
                 replaced_count=record.get("replaced_count", 0),
                 span=[component_from_record(c) for c in record.get("span", ())],
             )
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, InvalidComponentError) as exc:
         msg = f"component record {short_repr(record, 120)} is damaged: missing or bad {exc}"
         raise InvalidComponentError(msg) from exc
     kind = short_repr(record.get("kind"))

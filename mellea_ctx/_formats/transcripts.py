@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -27,6 +25,7 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .anthropic import anthropic_document, read_turns
+from .files import _atomic_write, _dumps
 from .locate import _array_labels
 from .openai import parse_message as _parse_message
 from .openai import to_openai
@@ -366,8 +365,10 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
     """Return the components of a transcript file of OpenAI Chat Completions messages.
 
     The file is a JSON array of messages, JSONL (one message per line, blank
-    lines skipped), or a request body ``{"model": ..., "messages": [...]}``. A ``.jsonl`` name means JSONL; otherwise a
-    file whose text starts with ``[`` is a JSON array and any other is JSONL.
+    lines skipped), or a request body ``{"model": ..., "messages": [...]}``
+    (its other keys are kept for the command line to write back). A
+    ``.jsonl`` name means JSONL; otherwise a file whose text starts with
+    ``[`` is a JSON array and any other is JSONL.
     An empty file is an empty conversation only under a ``.jsonl`` name.
     Messages are read as :func:`from_openai` reads them; the history's tool
     rules are not checked here (see :func:`validate_openai`).
@@ -393,53 +394,6 @@ def load_conversation(path: str | os.PathLike[str]) -> list[Component]:
         [Message(role='user', content='hi')]
     """
     return _read_transcript(path).components
-
-
-def _dumps(messages: list[dict[str, Any]], fmt: Format) -> bytes:
-    """Return ``messages`` serialised as UTF-8 JSON (``fmt="json"``) or JSONL."""
-    try:
-        return _serialise(messages, fmt, ascii_only=False).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
-        return _serialise(messages, fmt, ascii_only=True).encode("ascii")
-
-
-def _serialise(messages: list[dict[str, Any]], fmt: Format, *, ascii_only: bool) -> str:
-    if fmt == "jsonl":
-        return "".join(json.dumps(m, ensure_ascii=ascii_only) + "\n" for m in messages)
-    return json.dumps(messages, ensure_ascii=ascii_only, indent=2) + "\n"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder.
-
-    Readers see the old file or the new one, never a part; on failure the
-    old file (if any) is left as it was and the temporary file is removed.
-    A new file gets the usual permissions (0o666 less the umask); a replaced
-    file keeps its own.
-    """
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(temporary, flags, 0o666)
-            break
-        except FileExistsError:  # pragma: no cover - 32 random bits collided
-            continue
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def dump_conversation(
