@@ -17,6 +17,7 @@ from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
 from .._formats.openai import _problems
 from .._formats.transcripts import _document
+from .changes import compare, parse_output
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -224,10 +225,18 @@ def compact(
             f"(message {index}: {problem}); nothing was written. Please report this."
         )
         raise Failure(msg)
-    write(_document(kept, transcript.format, transcript.envelope), output)
+    data = _document(kept, transcript.format, transcript.envelope)
+    write(data, output)
+    changes = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
     record = records[-1] if records else None
     report.print(
         compact_report(
-            ctx, compacted, strategy=strategy, options=options, pin=PINS[pin], record=record
+            ctx,
+            compacted,
+            strategy=strategy,
+            options=options,
+            pin=PINS[pin],
+            record=record,
+            changes=changes,
         )
     )

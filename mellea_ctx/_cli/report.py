@@ -16,6 +16,7 @@ from .._core.components import Component, Message
 from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.tokens import TokenCounter, count_memoized
+from .changes import Changes
 
 __all__ = ["compact_report", "problems_table", "stats_report"]
 
@@ -52,7 +53,7 @@ def _note(
         return f"nothing compacted: {record.reason}"
     if strategy == "window":
         if compacted is ctx:
-            return f"already within --window {options['window']}"
+            return f"already within --window {options['window']}: nothing removed"
         kept = compacted.as_list()
         body = len(kept) - prefix_end(kept, pin)
         if body > options["window"]:
@@ -71,8 +72,13 @@ def compact_report(
     options: dict[str, Any],
     pin: PinPredicate,
     record: CompactionRecord | None,
+    changes: Changes,
 ) -> RenderableType:
-    """Return the before/after table ``compact`` prints."""
+    """Return the before/after table ``compact`` prints.
+
+    The counts and the removed / added / changed rows come from ``changes``:
+    the output compared with the input, in the file's own unit.
+    """
     before, after = ctx.as_list(), compacted.as_list()
     kept = {id(component) for component in after}
     removed = [component for component in before if id(component) not in kept]
@@ -83,7 +89,8 @@ def compact_report(
     figures.add_column("")
     figures.add_column("before", justify="right")
     figures.add_column("after", justify="right")
-    figures.add_row("messages", f"{len(before):,}", f"{len(after):,}")
+    unit = f"{changes.unit}s"
+    figures.add_row(unit, f"{len(changes.before):,}", f"{len(changes.after):,}")
     figures.add_row(
         f"tokens ({_encoding(ctx)})", f"{ctx.token_count:,}", f"{compacted.token_count:,}"
     )
@@ -91,26 +98,40 @@ def compact_report(
     details.add_column(style="bold")
     details.add_column()
     counter = ctx.counter
-    if removed:
+    if changes.removed:
         tokens = sum(count_memoized(counter, component) for component in removed)
         details.add_row(
-            "removed", f"{len(removed):,} messages ({_by_role(removed)}), {tokens:,} tokens"
+            "removed",
+            f"{changes.plural(len(changes.removed))} ({changes.roles(changes.removed)}), "
+            f"{tokens:,} tokens",
         )
     else:
         details.add_row("removed", "nothing")
-    if added:
-        details.add_row("added", f"{len(added)} checkpoint (a summary, sent as a user message)")
+    if changes.added:
+        if added and len(added) == len(changes.added):
+            details.add_row("added", f"{len(added)} checkpoint (a summary, sent as a user message)")
+        else:
+            details.add_row("added", changes.plural(len(changes.added)))
+    if changes.changed:
+        shown = ", ".join(changes.label(i) for i, _ in changes.changed[:6])
+        more = "" if len(changes.changed) <= 6 else f", and {len(changes.changed) - 6} more"
+        details.add_row(
+            "changed",
+            f"{changes.plural(len(changes.changed))} differ from the input: {shown}{more}",
+        )
     if record is not None and record.outcome == "applied":
         details.add_row(
             "details preserved",
             f"{len(record.facts_checked)} exact details (paths, ids, numbers, commands) "
             f"checked; {len(record.facts_carried)} the summary lost, carried over verbatim",
         )
-    elif strategy == "window":
-        details.add_row("details preserved", "kept messages are unchanged; nothing is summarized")
+    elif strategy == "window" and not changes.changed:
+        details.add_row("details preserved", f"kept {unit} are unchanged; nothing is summarized")
     pairs = "intact" if any(c.tool_calls for c in before) else "no tool calls"
     details.add_row("tool pairs", pairs)
     note = _note(ctx, compacted, strategy, options, pin, record)
+    if changes.equal:
+        note = f"{note}; the output equals the input" if note else "the output equals the input"
     if note:
         details.add_row("note", note)
     return Group(title, figures, details)
@@ -123,22 +144,30 @@ def problems_table(
     count: int,
     *,
     repaired: int | None = None,
+    unit: str = "message",
+    unchanged: bool = True,
 ) -> RenderableType:
-    """Return what ``validate`` prints: the problems found, or the changes a repair made."""
+    """Return what ``validate`` prints: the problems found, or the changes a repair made.
+
+    ``count`` and ``repaired`` are in ``unit`` (the file's own: turns for
+    Anthropic, messages for OpenAI); "already valid" is said only when
+    ``unchanged`` (the output equals the input as JSON).
+    """
+    units = f"{unit}s"
     if repaired is not None:
         title = (
             f"{source}: repaired for {provider}: {len(located)} change"
-            f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} messages"
+            f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} {units}"
         )
     elif not located:
-        return Text(f"{source}: valid for {provider} ({count:,} messages)")
+        return Text(f"{source}: valid for {provider} ({count:,} {units})")
     else:
         title = (
             f"{source}: {len(located)} problem{'' if len(located) == 1 else 's'} "
-            f"for {provider} ({count:,} messages)"
+            f"for {provider} ({count:,} {units})"
         )
-    if not located:
-        return Text(f"{title}: the history was already valid")
+    if not located and unchanged:
+        return Text(f"{title}: the history was already valid; the output equals the input")
     table = Table()
     table.add_column("where", no_wrap=True)
     table.add_column("change" if repaired is not None else "problem")

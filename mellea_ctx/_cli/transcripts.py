@@ -18,6 +18,7 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
+from .._formats.content_rules import content_problems
 from .._formats.files import _atomic_write
 from .._formats.history import _scan_anthropic
 from .._formats.openai import _problems
@@ -118,4 +119,7 @@ def build(components: Sequence[Component]) -> ChatContext:
 
 
 def anthropic_problems(transcript: _Transcript) -> list[tuple[int, str]]:
-    return sorted(_scan_anthropic(transcript.components).problems, key=lambda p: p[0])
+    """The Messages API's tool rules and content rules, by component index."""
+    items = transcript.components
+    problems = _scan_anthropic(items).problems + content_problems(items, "anthropic")
+    return sorted(problems, key=lambda p: p[0])

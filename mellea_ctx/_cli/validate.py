@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from .._formats.content_rules import content_problems
 from .._formats.history import Provider, repair_history
 from .._formats.openai import _problems
 from .._formats.transcripts import _document
+from .changes import compare, parse_output
 from .options import CONTEXT, format_option
 from .report import problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
@@ -63,20 +65,38 @@ def validate(
     items = transcript.components
     if chosen == "openai":
         problems = _problems(items, transcript.locations.__getitem__)
+        problems = sorted(problems + content_problems(items, "openai"), key=lambda p: p[0])
     else:
         problems = anthropic_problems(transcript)
     report = stderr() if repair and to_stdout(output) else stdout()
     located = [(transcript.locations[index], text) for index, text in problems]
+    unit = "turn" if transcript.format == "anthropic" else "message"
+    count = len(compare(transcript.raw, transcript.raw, transcript.format).before)
     if not repair:
-        report.print(problems_table(source, chosen, located, len(items)))
+        report.print(problems_table(source, chosen, located, count, unit=unit))
         if problems:
             raise click.exceptions.Exit(EXIT_FAILED)
         return
     repaired, changes = repair_history(items, provider=chosen)
-    write(_document(repaired, transcript.format, transcript.envelope), output)
+    data = _document(repaired, transcript.format, transcript.envelope)
+    write(data, output)
+    diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
     located = []
     for change in changes:
         label, _, text = change.partition(": ")
         index = int(label.split()[-1])
         located.append((transcript.locations[index], text))
-    report.print(problems_table(source, chosen, located, len(items), repaired=len(repaired)))
+    if not changes and not diff.equal:  # the writer alone changed something: say what
+        located = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
+        located += [(diff.label(i), "left out of the output") for i in diff.removed]
+    report.print(
+        problems_table(
+            source,
+            chosen,
+            located,
+            count,
+            repaired=len(diff.after),
+            unit=unit,
+            unchanged=diff.equal,
+        )
+    )

@@ -67,6 +67,9 @@ class _Transcript:
     #: A request body's other keys (``model``, ``tools``, ...), written back around
     #: the messages; ``None`` when the file is a bare array of messages.
     envelope: dict[str, Any] | None = None
+    #: The file's JSON value as read (for JSONL, the list of its lines' values),
+    #: so the command line can compare its output with its input.
+    raw: Any = None
 
 
 def _detect(text: str, suffix: str) -> Format:
@@ -94,12 +97,13 @@ def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
     components = [
         _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
     ]
-    return _Transcript(components, "json", locations)
+    return _Transcript(components, "json", locations, raw=data)
 
 
 def _parse_jsonl(text: str, source: str) -> _Transcript:
     components: list[Component] = []
     locations: list[str] = []
+    values: list[Any] = []
     # Split on "\n" only: str.splitlines() would also split inside a message
     # whose text holds U+2028 or similar, which json.dumps leaves unescaped.
     for number, line in enumerate(text.split("\n"), start=1):
@@ -121,7 +125,8 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
             raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
         components.append(_parse_message(raw, f"{source} {where}"))
         locations.append(where)
-    return _Transcript(components, "jsonl", locations)
+        values.append(raw)
+    return _Transcript(components, "jsonl", locations, raw=values)
 
 
 def _request_body(text: str) -> dict[str, Any] | None:
@@ -145,7 +150,7 @@ def _parse_body(body: dict[str, Any], source: str) -> _Transcript:
         for raw, where in zip(body["messages"], locations, strict=True)
     ]
     envelope = {key: value for key, value in body.items() if key != "messages"}
-    return _Transcript(components, "json", locations, envelope)
+    return _Transcript(components, "json", locations, envelope, raw=body)
 
 
 def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
@@ -210,7 +215,7 @@ def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Tra
         envelope = {k: v for k, v in data.items() if k != "messages" and k != "system"}
         if data.get("system", 0) is None:
             envelope["system"] = None  # an explicit null, written back as such
-        return _Transcript(components, "anthropic", locations, envelope)
+        return _Transcript(components, "anthropic", locations, envelope, raw=data)
     elif isinstance(data, list):
         labels = _array_labels(text, len(data))
         components = read_turns(data, source=source, locations=locations, labels=labels)
@@ -220,7 +225,7 @@ def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Tra
             'array of turns or {"system": ..., "messages": [...]}'
         )
         raise InvalidContextError(msg)
-    return _Transcript(components, "anthropic", locations)
+    return _Transcript(components, "anthropic", locations, raw=data)
 
 
 def _loads(text: str, source: str) -> object:
