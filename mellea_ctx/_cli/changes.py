@@ -66,8 +66,11 @@ def parse_output(data: bytes, fmt: str) -> Any:
     return json.loads(text)
 
 
-def compare(before: Any, after: Any, fmt: str) -> Changes:
+def compare(before: Any, after: Any, fmt: str, fresh: frozenset[int] = frozenset()) -> Changes:
     """Return how ``after`` (the output's JSON value) differs from ``before`` (the input's).
+
+    ``fresh`` names output positions that hold new content by design (a
+    summary checkpoint): they count as added, never as an input unit changed.
 
     Examples:
         >>> changes = compare([{"role": "user", "content": "a"}], [], "json")
@@ -85,9 +88,11 @@ def compare(before: Any, after: Any, fmt: str) -> Changes:
         elif tag == "insert":
             added += range(j1, j2)
         elif tag == "replace":
-            pairs = min(i2 - i1, j2 - j1)
-            changed += [(i1 + k, j1 + k) for k in range(pairs)]
+            targets = [j for j in range(j1, j2) if j not in fresh]
+            added += [j for j in range(j1, j2) if j in fresh]
+            pairs = min(i2 - i1, len(targets))
+            changed += [(i1 + k, targets[k]) for k in range(pairs)]
             removed += range(i1 + pairs, i2)
-            added += range(j1 + pairs, j2)
+            added += targets[pairs:]
     unit = "turn" if fmt == "anthropic" else "message"
     return Changes(unit, old, new, removed, added, changed, before == after)

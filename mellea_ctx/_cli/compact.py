@@ -15,6 +15,7 @@ from .._compaction.window import WindowCompactor
 from .._core.exceptions import InvalidArgumentError, MelleaCtxError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
+from .._formats.anthropic_write import turns as anthropic_turns
 from .._formats.openai import _problems
 from .._formats.transcripts import _document
 from .changes import compare, parse_output
@@ -80,6 +81,20 @@ def _compactor(
         on_record=records.append,
         strict=True,
     )
+
+
+def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int]:
+    """The output positions (messages, or Anthropic turns) written from new components."""
+    positions = set()
+    for index, component in enumerate(kept):
+        if id(component) in original:
+            continue
+        if fmt == "anthropic":
+            _, turns = anthropic_turns(kept[: index + 1], opener=True)
+            positions.add(len(turns) - 1)
+        else:
+            positions.add(index)
+    return frozenset(positions)
 
 
 def _strategy(window: int | None, budget: int | None, summarize: bool) -> str:
@@ -227,7 +242,11 @@ def compact(
         raise Failure(msg)
     data = _document(kept, transcript.format, transcript.envelope)
     write(data, output)
-    changes = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
+    original = {id(component) for component in transcript.components}
+    fresh = _fresh_units(kept, original, transcript.format)
+    changes = compare(
+        transcript.raw, parse_output(data, transcript.format), transcript.format, fresh
+    )
     record = records[-1] if records else None
     report.print(
         compact_report(

@@ -114,7 +114,7 @@ def _content(record: dict[str, Any], component: Component) -> None:
         record["content"] = component.content
     else:
         record["parts"] = [part_to_record(part) for part in parts]
-    if component.structured != (not plain):
+    if component.structured != (not _is_plain(parts)):  # what the constructor would choose
         record["structured"] = component.structured
     if component.extra:
         record["extra"] = thaw_json(component.extra)
