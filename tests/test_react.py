@@ -70,8 +70,11 @@ def assert_valid_for_both_providers(messages: Sequence[Component]) -> None:
     roles = [turn["role"] for turn in turns]
     assert all(a != b for a, b in itertools.pairwise(roles)), roles
     for previous, turn in itertools.pairwise(turns):
-        used = {b["tool_use_id"] for b in turn["content"] if b["type"] == "tool_result"}
-        asked = {b["id"] for b in previous["content"] if b["type"] == "tool_use"}
+        # A turn of plain text travels as a string: it holds no tool blocks.
+        blocks = [] if isinstance(turn["content"], str) else turn["content"]
+        asked_in = [] if isinstance(previous["content"], str) else previous["content"]
+        used = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
+        asked = {b["id"] for b in asked_in if b["type"] == "tool_use"}
         assert used <= asked
         if asked:
             assert asked <= used, "every tool_use needs its tool_result in the next turn"
