@@ -11,6 +11,10 @@ Terms:
   results answering them; it *spans* from the call to its last result, or to
   the end of the history and beyond when some result is still missing (open);
 * a cut at ``k`` (keep ``items[k:]``) is *safe* when no exchange spans it;
+* a *thinking loop* is the run of assistant steps with tool calls and their
+  results that ends the history (the loop goes on), when some step of it has
+  thinking: Anthropic wants that thinking back, so the loop spans from its
+  first step past any cut, like an open exchange;
 * the *prefix* is where the pin predicate says, moved forward to the next
   safe cut when it falls inside an exchange;
 * a summarizing compactor replaces a *span* ``items[p:k]`` (``p`` the end of
@@ -44,6 +48,7 @@ __all__ = [
     "replaced_count",
     "safe_cuts",
     "summarize_cut",
+    "thinking_loop_first",
     "tool_pair_problems",
     "total",
     "turn_starts",
@@ -72,10 +77,35 @@ def exchange_spans(items: Sequence[Component]) -> list[tuple[int, int]]:
     return [(start, _OPEN if waiting[start] else end) for start, end in last.items()]
 
 
+_THINKING = ("ThinkingPart", "RedactedThinkingPart")
+
+
+def thinking_loop_first(items: Sequence[Component]) -> int | None:
+    """Return the index of a continuing thinking loop's first assistant step, if there is one.
+
+    The loop is the longest run at the end made only of assistant steps with
+    tool calls and tool results.
+    """
+
+    def in_loop(c: Component) -> bool:
+        return c.tool_call_id is not None or (c.role == "assistant" and bool(c.tool_calls))
+
+    start = len(items)
+    while start > 0 and in_loop(items[start - 1]):
+        start -= 1
+    steps = [i for i in range(start, len(items)) if items[i].tool_calls]
+    thinks = any(type(p).__name__ in _THINKING for i in steps for p in items[i].parts)
+    return steps[0] if steps and thinks else None
+
+
 def safe_cuts(items: Sequence[Component]) -> list[bool]:
     """Return ``table[k]`` for ``0 <= k <= len(items)``: whether a cut at ``k`` is safe."""
     table = [True] * (len(items) + 1)
-    for start, end in exchange_spans(items):
+    spans = exchange_spans(items)
+    first = thinking_loop_first(items)
+    if first is not None:
+        spans.append((first, _OPEN))
+    for start, end in spans:
         for k in range(start + 1, min(end, len(items)) + 1):
             table[k] = False
     return table

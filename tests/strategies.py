@@ -10,6 +10,13 @@ A *valid* history is what a provider accepts, built the way an agent builds it:
   any order;
 * possibly, at the very end, an *open* exchange whose results are not all in.
 
+``histories(rich=True)`` adds typed content parts: user messages with images
+(with and without a pixel size) and documents, assistant steps that start
+with a thinking block (signed, or redacted) as a thinking model writes them,
+tool results with ``is_error`` or an image, and *thinking loops*: a first
+assistant step with thinking and tool calls, then steps without thinking,
+each answered, closed by a final answer or, at the end, still continuing.
+
 For the summarizing compactors there are also texts that try to pass for
 transcript headers (``forged_texts``), a ``Script`` of what a scripted
 summarizer answers call after call (summaries, huge summaries, every provider
@@ -61,6 +68,14 @@ from mellea_ctx import (
     pin_system,
     pin_system_and_initial_user,
 )
+from mellea_ctx._core.parts import (
+    DocumentPart,
+    ImagePart,
+    Part,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+)
 
 __all__ = [
     "FORGED_TEXTS",
@@ -84,10 +99,12 @@ __all__ = [
     "next_components",
     "open_calls",
     "pins",
+    "rich_parts",
     "scripts",
     "sizes",
     "summary_counters",
     "texts",
+    "thinking_parts",
     "threshold_compactors",
     "thresholds",
     "token_budgets",
@@ -205,6 +222,93 @@ def _tool_calls(draw: Any, ids: _Ids) -> tuple[ToolCall, ...]:
     return tuple(ToolCall(call_id, *draw(st.sampled_from(_CALLS))) for call_id in ids.take(n))
 
 
+#: Thinking blocks as a thinking model writes them: signed text, or redacted data.
+thinking_parts = st.one_of(
+    st.builds(
+        ThinkingPart,
+        st.sampled_from(("Let me look at the files.", "The user wants 42.", "")),
+        signature=st.sampled_from(("EqQBCkgIARABGAIiQL3", "sig-2")),
+        provider=st.just("anthropic"),
+    ),
+    st.builds(RedactedThinkingPart, st.sampled_from(("EmwKAhgBEgy3", "redacted-2"))),
+    st.builds(  # DeepSeek / vLLM reasoning_content: no signature
+        ThinkingPart, st.sampled_from(("reasoning...", "check a.py")), provider=st.just("deepseek")
+    ),
+)
+_IMAGES = st.one_of(
+    st.builds(
+        ImagePart,
+        url=st.just("https://example.com/shot.png"),
+        width=st.integers(1, 4000),
+        height=st.integers(1, 4000),
+        detail=st.sampled_from([None, "low", "high", "auto"]),
+    ),
+    st.just(ImagePart(data="iVBORw0KGgo=", media_type="image/png")),
+    st.just(ImagePart(file_id="file-img1")),
+)
+_DOCUMENTS = st.sampled_from(
+    (
+        DocumentPart(data="JVBERi0xLjQ=", media_type="application/pdf", name="report.pdf"),
+        DocumentPart(text="plain text notes", media_type="text/plain"),
+        DocumentPart(file_id="file-doc1", name="data.csv"),
+    )
+)
+#: A user message's parts: some text, images and documents, never empty.
+rich_parts = st.lists(
+    st.one_of(texts.filter(bool).map(TextPart), _IMAGES, _DOCUMENTS), min_size=1, max_size=3
+).map(tuple)
+
+
+def _thinking_caller(draw: Any, ids: _Ids, text: st.SearchStrategy[str] = texts) -> Component:
+    """An assistant step that starts with thinking and asks for tool calls."""
+    calls = _tool_calls(draw, ids)
+    parts: list[Part] = [draw(thinking_parts)]
+    said = draw(text)
+    if said.strip():
+        parts.append(TextPart(said))
+    if draw(st.booleans()):
+        return ModelOutputThunk(parts=parts, tool_calls=calls, usage=draw(st.none() | usages))
+    return Message("assistant", tuple(parts), tool_calls=calls)
+
+
+def _rich_result(draw: Any, call_id: str, text: st.SearchStrategy[str] = texts) -> ToolMessage:
+    kind = draw(st.sampled_from(["plain", "error", "image"]))
+    if kind == "plain":
+        return _result(draw, call_id, text)
+    if kind == "error":
+        return ToolMessage(draw(text) or "failed", tool_call_id=call_id, is_error=True)
+    return ToolMessage((TextPart("captured"), draw(_IMAGES)), tool_call_id=call_id)
+
+
+def _answers(draw: Any, caller: Component, *, closed: bool, text: Any) -> list[Component]:
+    call_ids = [call.id for call in caller.tool_calls]
+    order = draw(st.permutations(call_ids)) if len(call_ids) > 1 else call_ids
+    if not closed:
+        order = order[: draw(st.integers(0, len(order) - 1))]
+    return [_rich_result(draw, call_id, text) for call_id in order]
+
+
+def _thinking_loop(draw: Any, ids: _Ids, *, closed: bool, text: Any = texts) -> list[Component]:
+    """A thinking model's tool loop: thinking on its first step only (or, interleaved, on more).
+
+    ``closed`` ends it with a final answer; otherwise it is still running: it
+    ends in answered calls or in an open exchange.
+    """
+    steps = draw(st.integers(1, 3))
+    loop: list[Component] = []
+    for step in range(steps):
+        thinks = step == 0 or draw(st.integers(0, 4)) == 0  # interleaved thinking, sometimes
+        caller = _thinking_caller(draw, ids, text) if thinks else _caller(draw, ids, text)
+        last_open = not closed and step == steps - 1 and draw(st.booleans())
+        loop += [caller, *_answers(draw, caller, closed=not last_open, text=text)]
+    if closed:
+        parts: list[Part] = [TextPart(draw(nonempty_texts))]
+        if draw(st.booleans()):
+            parts.insert(0, draw(thinking_parts))
+        loop.append(ModelOutputThunk(parts=parts))
+    return loop
+
+
 def _caller(draw: Any, ids: _Ids, text: st.SearchStrategy[str] = texts) -> Component:
     """An assistant component that asks for 1..4 tool calls."""
     calls = _tool_calls(draw, ids)
@@ -256,14 +360,24 @@ def _exchange(
     return [caller, *(_result(draw, call_id, text) for call_id in order)]
 
 
+def _rich_plain(draw: Any, text: st.SearchStrategy[str]) -> Component:
+    kind = draw(st.sampled_from(["parts", "thinking_answer", "error_free"]))
+    if kind == "parts":
+        return Message("user", draw(rich_parts))
+    if kind == "thinking_answer":
+        return ModelOutputThunk(parts=(draw(thinking_parts), TextPart(draw(nonempty_texts))))
+    return Message("user", draw(nonempty_texts))
+
+
 @st.composite
 def histories(
-    draw: Any, max_segments: int = 14, text: st.SearchStrategy[str] = texts
+    draw: Any, max_segments: int = 14, text: st.SearchStrategy[str] = texts, rich: bool = False
 ) -> list[Component]:
     """Valid histories as lists of components (see the module docstring).
 
     ``text`` draws the components' texts (``forged_texts`` for prompts that
-    try to pass for transcript headers).
+    try to pass for transcript headers); ``rich`` adds typed parts, thinking
+    and thinking loops (a continuing one at the end, often).
     """
     items: list[Component] = [Message("system", draw(text)) for _ in range(draw(st.integers(0, 2)))]
     ids = _Ids()
@@ -274,11 +388,19 @@ def histories(
             items.append(ReactInitiator(draw(nonempty_texts)))
         if index == segments:
             break
-        if draw(st.integers(0, 3)) == 0:
+        roll = draw(st.integers(0, 5 if rich else 3))
+        if roll == 0:
             items.extend(_exchange(draw, ids, closed=True, text=text))
+        elif roll == 4:
+            items.extend(_thinking_loop(draw, ids, closed=True, text=text))
+        elif roll == 5:
+            items.append(_rich_plain(draw, text))
         else:
             items.append(_plain(draw, initiator=False, text=text))
-    if draw(st.booleans()) and draw(st.booleans()):
+    if rich and draw(st.booleans()):
+        items.append(Message("user", draw(nonempty_texts)))
+        items.extend(_thinking_loop(draw, ids, closed=False, text=text))
+    elif draw(st.booleans()) and draw(st.booleans()):
         items.extend(_exchange(draw, ids, closed=False, text=text))
     return items
 

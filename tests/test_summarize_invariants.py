@@ -682,6 +682,9 @@ class TestReversible:
 # -- what the summarizer is sent ------------------------------------------------
 
 
+_UNSHOWN = ("TextPart", "ThinkingPart", "RedactedThinkingPart")
+
+
 def _header_patterns(span: tuple[Component, ...]) -> list[str]:
     """The header each rendered line of ``span`` starts with, in order (regexes)."""
     patterns = []
@@ -693,7 +696,9 @@ def _header_patterns(span: tuple[Component, ...]) -> list[str]:
             patterns.append(rf"\[tool \S+ result id={re.escape(c.tool_call_id)}\] ")
             continue
         header = c.role if not c.name else f"{c.role} {c.name}"
-        if c.content:
+        # Text gets a line; so does an image, document or file (a note), never thinking.
+        noted = any(type(p).__name__ not in _UNSHOWN for p in c.parts)
+        if c.content or noted:
             patterns.append(re.escape(f"[{header}] "))
         for call in c.tool_calls:
             patterns.append(re.escape(f"[{header} called {call.name} id={call.id}] "))

@@ -2,6 +2,17 @@
 
 The SDK is an optional dependency (``pip install 'mellea-ctx[anthropic]'``),
 imported on first use.
+
+What the model sends is kept: ``thinking`` blocks (text and signature) and
+``redacted_thinking`` blocks become thinking parts of the
+``ModelOutputThunk``, in order with its text, and any block we do not model
+(``server_tool_use``, ``web_search_tool_result``...) an ``OpaquePart``; all
+are sent back unchanged, as extended thinking with tools requires
+(https://docs.anthropic.com/claude/docs/build-with-claude/extended-thinking).
+What the API refuses is not sent: a text block with only whitespace (which
+the model itself sometimes returns before a tool call) is left out of the
+request, and so is a message left with no content, its neighbours of the
+same role merged (:func:`sendable`).
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from typing import Any, Literal
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
+from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, ThinkingPart
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
 from .sdk import SDKBackend, sdk_arguments
@@ -24,7 +36,7 @@ _CLAUDE_VERSION = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
 _EFFORT_SINCE = {"opus": 5, "sonnet": 6}
 _ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
-__all__ = ["AnthropicBackend"]
+__all__ = ["AnthropicBackend", "sendable"]
 
 
 class AnthropicBackend(SDKBackend):
@@ -131,6 +143,9 @@ class AnthropicBackend(SDKBackend):
         if tools:
             options["tools"] = [definition.to_anthropic() for definition in tools]
         system, payload = to_anthropic(messages)
+        payload = sendable(payload)
+        if system is not None and not system.strip():
+            system = None  # the API refuses a whitespace-only system prompt
         if system is not None:
             options["system"] = system
         async with sdk.AsyncAnthropic(
@@ -145,8 +160,63 @@ class AnthropicBackend(SDKBackend):
             )
 
     def parse(self, response: Any) -> ModelOutputThunk:
-        """Return the answer: text blocks joined, tool_use blocks as calls, usage."""
+        """Return the answer: its blocks as parts in order, tool_use blocks as calls, usage."""
         return _parse(response)
+
+
+def _is_blank_text(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and not block["text"].strip()
+
+
+def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``payload`` (``to_anthropic``'s messages) without what the API would refuse.
+
+    A text block holding only whitespace is left out (the API answers 400
+    "text content blocks must contain non-whitespace text"), a message left
+    with no content is left out, except a final assistant one, and messages
+    of one role that then meet are merged. Every other block, thinking with
+    its signature included, is sent as it is. ``payload`` is not modified.
+
+    Examples:
+        >>> out = sendable([
+        ...     {"role": "user", "content": "hi"},
+        ...     {"role": "assistant", "content": [{"type": "text", "text": "  "}]},
+        ...     {"role": "user", "content": "go on"},
+        ... ])
+        >>> [(m["role"], [b["text"] for b in m["content"]]) for m in out]
+        [('user', ['hi', 'go on'])]
+    """
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(payload):
+        content = message["content"]
+        if isinstance(content, list):
+            kept = [block for block in content if not _is_blank_text(block)]
+            if len(kept) != len(content):
+                message = {**message, "content": kept}
+                content = kept
+        elif isinstance(content, str) and not content.strip():
+            content = []
+            message = {**message, "content": content}
+        if not content and not (index == len(payload) - 1 and message["role"] == "assistant"):
+            continue
+        if out and out[-1]["role"] == message["role"]:
+            out[-1] = {**out[-1], "content": _as_blocks(out[-1]) + _as_blocks(message)}
+        else:
+            out.append(message)
+    return out
+
+
+def _as_blocks(message: dict[str, Any]) -> list[Any]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    """A response block as the JSON it came as (fields the server did not send left out)."""
+    if isinstance(block, dict):
+        return block
+    raw: dict[str, Any] = block.to_dict() if hasattr(block, "to_dict") else dict(vars(block))
+    return {key: value for key, value in raw.items() if value is not None}
 
 
 def _parse(response: Any) -> ModelOutputThunk:
@@ -154,16 +224,25 @@ def _parse(response: Any) -> ModelOutputThunk:
     if content is None:
         msg = f"Anthropic: the response has no content: {str(response)[:200]}"
         raise MalformedResponseError(msg)
-    texts: list[str] = []
+    parts: list[Part] = []
     calls: list[ToolCall] = []
     for block in content:
         kind = getattr(block, "type", None)
         if kind == "text":
-            texts.append(block.text)
+            extra = {k: v for k, v in _block_dict(block).items() if k not in ("type", "text")}
+            parts.append(TextPart(block.text, extra=extra))
+        elif kind == "thinking":
+            parts.append(
+                ThinkingPart(block.thinking, signature=block.signature, provider="anthropic")
+            )
+        elif kind == "redacted_thinking":
+            parts.append(RedactedThinkingPart(block.data, provider="anthropic"))
         elif kind == "tool_use":
             calls.append(
                 ToolCall(block.id, block.name, json.dumps(block.input, ensure_ascii=False))
             )
+        else:  # a block we do not model: carried verbatim, sent back as it came
+            parts.append(OpaquePart("anthropic", _block_dict(block)))
     usage = None
     if getattr(response, "usage", None) is not None:
         read = getattr(response.usage, "cache_read_input_tokens", None) or 0
@@ -172,5 +251,4 @@ def _parse(response: Any) -> ModelOutputThunk:
             prompt_tokens=(response.usage.input_tokens or 0) + read + written,
             completion_tokens=response.usage.output_tokens or 0,
         )
-    value = "\n\n".join(texts) if texts else None
-    return ModelOutputThunk(value, tool_calls=calls, usage=usage)
+    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage)

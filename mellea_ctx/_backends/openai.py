@@ -3,6 +3,15 @@
 Works with OpenAI and with any server that speaks the same API: vLLM,
 Ollama's ``/v1``, llama.cpp's server, LM Studio. The SDK is an optional
 dependency (``pip install 'mellea-ctx[openai]'``), imported on first use.
+
+What the model sends is kept in the ``ModelOutputThunk``'s parts, in the
+order the format reader uses: the ``reasoning_content`` (or ``reasoning``)
+string that DeepSeek, vLLM and other compatible servers add becomes a
+``ThinkingPart`` (``provider="openai"``), sent back in the same field while
+a tool loop continues, as DeepSeek requires; a ``refusal`` becomes a
+``RefusalPart``; the text a ``TextPart``. An empty answer (no text, no
+refusal, no tool call) is stored as empty text, never as ``content: null``
+without tool calls, which the API refuses when it is sent back.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from typing import Any, Literal
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
+from .._core.parts import Part, RefusalPart, TextPart, ThinkingPart
 from .._core.tools import Tool
+from .._formats.notes import with_notes
 from .._formats.openai import to_openai
 from .sdk import SDKBackend, sdk_arguments
 
@@ -141,7 +152,7 @@ class OpenAIBackend(SDKBackend):
             )
 
     def parse(self, response: Any) -> ModelOutputThunk:
-        """Return the first choice: text, tool calls and usage."""
+        """Return the first choice: reasoning, text, refusal, tool calls and usage."""
         return _parse(response)
 
 
@@ -164,4 +175,19 @@ def _parse(response: Any) -> ModelOutputThunk:
             completion_tokens=response.usage.completion_tokens or 0,
             total_tokens=response.usage.total_tokens or 0,
         )
-    return ModelOutputThunk(message.content, tool_calls=calls, usage=usage)
+    parts: list[Part] = []
+    for key in ("reasoning_content", "reasoning"):
+        reasoning = getattr(message, key, None)
+        if isinstance(reasoning, str):
+            extra = {} if key == "reasoning_content" else with_notes({}, key=key)
+            parts.append(ThinkingPart(reasoning, provider="openai", extra=extra))
+            break
+    content = message.content
+    refusal = getattr(message, "refusal", None)
+    if isinstance(content, str) and (content or not (calls or refusal)):
+        parts.append(TextPart(content))
+    elif content is None and not calls and not refusal:
+        parts.append(TextPart(""))  # an empty answer: "" is what can be sent back
+    if isinstance(refusal, str):
+        parts.append(RefusalPart(refusal))
+    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, structured=False)

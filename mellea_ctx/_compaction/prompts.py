@@ -17,10 +17,20 @@ from collections.abc import Sequence
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
+from .._core.parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RefusalPart,
+    TextPart,
+)
 
 __all__ = [
     "DEFAULT_PROMPT_TEMPLATE",
     "SUMMARIZER_INSTRUCTIONS",
+    "part_note",
     "quote",
     "react_summary_prompt",
     "render_conversation",
@@ -183,6 +193,84 @@ def _field(text: str) -> str:
     return "_".join(text.split()) or "_"
 
 
+def _size(data: str) -> str:
+    """The decoded size of base64 ``data``, for a note: ``"12 KB"``."""
+    size = len(data) * 3 // 4
+    return f"{size} bytes" if size < 1024 else f"{size // 1024} KB"
+
+
+def _source(url: str | None, file_id: str | None, data: str | None) -> str | None:
+    """Where a part's bytes are: the URL's last path segment, the file id, or the data size."""
+    if url is not None and not url.startswith("data:"):
+        tail = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        return _field(tail or url)
+    if file_id is not None:
+        return f"file {_field(file_id)}"
+    if data is not None:
+        return _size(data)
+    return None
+
+
+def part_note(part: Part) -> str | None:
+    """A one-line note saying that a non-text part was there, or ``None`` for text and thinking.
+
+    Images, documents, files, audio and opaque provider blocks cannot be quoted
+    into a transcript, but the summarizer must know they were there: the note
+    gives the kind and whatever names or sizes it: ``[image 800x600 image/png
+    12 KB]``, ``[document report.pdf application/pdf]``. A refusal is quoted
+    as text with its own header. Thinking (and redacted thinking) is never
+    shown: it is the model's private reasoning, not part of the conversation.
+
+    Examples:
+        >>> from mellea_ctx._core.parts import DocumentPart, ImagePart, ThinkingPart
+        >>> part_note(ImagePart(url="https://x.org/a/cat.png", width=800, height=600))
+        '[image 800x600 cat.png]'
+        >>> part_note(DocumentPart(file_id="file-1", name="report.pdf"))
+        '[document report.pdf file file-1]'
+        >>> part_note(ThinkingPart("secret plan", signature="sig")) is None
+        True
+    """
+    kind = type(part)
+    words: list[str | None]
+    if kind is ImagePart:
+        assert isinstance(part, ImagePart)
+        size = f"{part.width}x{part.height}" if part.width and part.height else None
+        media = None if part.media_type is None else _field(part.media_type)
+        words = ["image", size, media, _source(part.url, part.file_id, part.data)]
+    elif kind is DocumentPart:
+        assert isinstance(part, DocumentPart)
+        name = None if part.name is None else _field(part.name)
+        media = None if part.media_type is None else _field(part.media_type)
+        text = None if part.text is None else f"{len(part.text)} characters"
+        words = ["document", name, media, text, _source(part.url, part.file_id, part.data)]
+    elif kind is AudioPart:
+        assert isinstance(part, AudioPart)
+        fmt = None if part.format is None else _field(part.format)
+        data = None if part.data is None else _size(part.data)
+        words = ["audio", fmt, data, None if part.id is None else f"id {_field(part.id)}"]
+    elif kind is OpaquePart:
+        assert isinstance(part, OpaquePart)
+        block_type = part.block.get("type")
+        shown = _field(block_type) if isinstance(block_type, str) else "block"
+        words = [_field(part.provider), shown]
+    elif kind is RefusalPart:
+        assert isinstance(part, RefusalPart)
+        return f"[refusal] {part.text}"
+    else:
+        return None
+    return "[" + " ".join(word for word in words if word) + "]"
+
+
+def _text_with_notes(component: Component) -> str:
+    """The component's text, followed by a note per image, document, file or block."""
+    parts = component.parts
+    text = component.content
+    if all(type(part) is TextPart for part in parts):
+        return text
+    notes = [note for note in map(part_note, parts) if note is not None]
+    return "\n".join([text, *notes] if text else notes)
+
+
 def render_conversation(components: Sequence[Component], *, cut_long_output: bool = True) -> str:
     """Render components as the quoted transcript a summarizer reads.
 
@@ -192,7 +280,9 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
     text that follow are indented, so text inside a message can never pass
     for a header. Long tool output is shown as head and tail unless
     ``cut_long_output=False`` (the budgeted rendering of
-    :mod:`.render_budget` shortens it instead).
+    :mod:`.render_budget` shortens it instead). Images, documents, files and
+    opaque blocks appear as a note of their kind, name and size
+    (:func:`part_note`); thinking is never shown.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -213,7 +303,7 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
         if call_id is not None:
             call_id = _field(call_id)
             name = _field(component.name or names.get(call_id, "tool"))
-            text = component.content
+            text = _text_with_notes(component)
             if cut_long_output and len(text) > _TOOL_HEAD + _TOOL_TAIL:
                 omitted = len(text) - _TOOL_HEAD - _TOOL_TAIL
                 elided = f"\n[... {omitted} characters omitted ...]\n"
@@ -223,8 +313,9 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
         header = (
             component.role if not component.name else f"{component.role} {_field(component.name)}"
         )
-        if component.content:
-            lines.append(f"[{header}] {quote(component.content)}")
+        shown = _text_with_notes(component)
+        if shown:
+            lines.append(f"[{header}] {quote(shown)}")
         for call in component.tool_calls:
             names[_field(call.id)] = call.name
             called = f"called {_field(call.name)} id={_field(call.id)}"

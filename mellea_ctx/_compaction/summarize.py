@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table
+from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
@@ -142,7 +142,10 @@ class LLMSummarizeCompactor:
 
     def span(self, ctx: ChatContext) -> tuple[int, int]:
         """Return ``(p, k)``: the span ``items[p:k]`` to summarize (none when ``p == k``)."""
-        table = safe_cut_table(ctx) if ctx._loose else None
+        # A table once, rather than a trailing-loop scan per candidate cut, when a
+        # thinking loop is running (see boundaries.thinking_loop_start).
+        loop = thinking_loop_start(ctx)
+        table = safe_cut_table(ctx) if ctx._loose or loop is not None else None
         p = prefix_end(ctx, self.settings.pin_predicate, table)
         n = len(ctx)
         if n - p <= self.keep_n:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table
+from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
@@ -152,7 +152,10 @@ class TokenBudgetCompactor(InlineCompactor):
     def span(self, ctx: ChatContext) -> tuple[int, int, str]:
         """Return ``(p, k, reason)``: the span to summarize, or ``p == k`` and why not."""
         items = ctx.as_list()
-        table = safe_cut_table(items) if ctx._loose else None
+        # A table once, rather than a trailing-loop scan per candidate cut, when a
+        # thinking loop is running (see boundaries.thinking_loop_start).
+        loop = thinking_loop_start(items)
+        table = safe_cut_table(items) if ctx._loose or loop is not None else None
         p = prefix_end(items, self.settings.pin_predicate, table)
         n = len(items)
         opening = ("user", "assistant") if self.boundary == "model_step" else ("user",)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._core.boundaries import prefix_end, window_cut
+from .._core.boundaries import prefix_end, thinking_loop_start, window_cut
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
 from .._core.protocols import Compactor, InlineCompactor
@@ -117,6 +117,10 @@ class WindowCompactor(InlineCompactor):
             hl = len(head)
             while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
                 k -= 1
+            if k > p:  # a continuing thinking loop is kept from its first step
+                loop = thinking_loop_start(ctx)
+                if loop is not None and k > loop:
+                    k = loop
         if k <= p:
             return ctx
         return ctx._replace(p, k)

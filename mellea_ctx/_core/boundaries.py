@@ -14,6 +14,19 @@ called them. In such a *contiguous* history a cut before ``items[k]`` is
 unsafe exactly when ``items[k]`` is a tool result, an O(1) test. A history
 where a result stands apart from its call (which no provider accepts) is
 *loose*; there the answer comes from matching call ids over the whole history.
+
+Thinking models add one rule, per tool *loop* rather than per message. While
+a loop continues (the history ends in an assistant's tool calls or in their
+results), Anthropic requires the final assistant
+turn to start with its thinking block, signature intact, and the model writes
+thinking only on the loop's first step. So when any assistant step of that
+trailing loop carries thinking (:class:`~mellea_ctx._core.parts.ThinkingPart`
+or ``RedactedThinkingPart``), no cut may fall after the loop's first assistant
+step: a compactor keeps that step and everything after it unchanged. The
+same rule keeps DeepSeek's ``reasoning_content`` (a thinking part on the
+assistant message) with the tool calls it preceded. Closed loops, answered by
+a final message, have no such constraint: the provider ignores or strips
+their thinking. :func:`thinking_loop_start` finds the protected step.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from collections.abc import Sequence
 
 from .components import Component
 from .exceptions import InvalidArgumentError
+from .parts import RedactedThinkingPart, ThinkingPart
 from .pins import PinPredicate
 
 __all__ = [
@@ -29,6 +43,7 @@ __all__ = [
     "is_tool_result",
     "prefix_end",
     "safe_cut_table",
+    "thinking_loop_start",
     "turn_start",
     "window_cut",
 ]
@@ -54,10 +69,53 @@ def _trailing_exchange_is_open(items: Sequence[Component]) -> bool:
     return bool(calls) and any(call.id not in answered for call in calls)
 
 
+def has_thinking(component: Component) -> bool:
+    """Return whether ``component`` carries thinking (plain or redacted)."""
+    return any(type(part) in _THINKING for part in component.parts)
+
+
+_THINKING = (ThinkingPart, RedactedThinkingPart)
+
+
+def thinking_loop_start(items: Sequence[Component]) -> int | None:
+    """Return the first step of the continuing tool loop when some step of it carries thinking.
+
+    The continuing loop is the run of assistant steps with tool calls and of
+    tool results that ends the history (after the last user input or final
+    answer). When some step of it carries thinking, a cut after its first
+    step would drop the thinking the provider requires back, so the caller
+    must keep that step and all after it. Returns ``None`` when there is no
+    such loop. Costs the length of the loop.
+
+    Examples:
+        >>> from mellea_ctx import Message, ModelOutputThunk, ToolCall, ToolMessage
+        >>> from mellea_ctx._core.parts import ThinkingPart
+        >>> step = ModelOutputThunk(
+        ...     parts=(ThinkingPart("plan", signature="sig"),),
+        ...     tool_calls=(ToolCall("c1", "ls", "{}"),),
+        ... )
+        >>> thinking_loop_start([Message("user", "go"), step, ToolMessage("a", tool_call_id="c1")])
+        1
+    """
+    first: int | None = None
+    thinking = False
+    index = len(items) - 1
+    while index >= 0:
+        component = items[index]
+        if component.tool_calls and component.role == "assistant":
+            first = index
+            thinking = thinking or has_thinking(component)
+        elif not is_tool_result(component):
+            break  # a user input or a final answer: the loop starts after it
+        index -= 1
+    return first if thinking else None
+
+
 def safe_cut_table(items: Sequence[Component]) -> list[bool]:
     """Return ``table`` with ``table[k]`` true when a cut at ``k`` is safe, for 0 <= k <= n.
 
     Works on any history, loose ones included, by matching call ids: O(n).
+    A continuing thinking loop (:func:`thinking_loop_start`) is kept whole.
     """
     n = len(items)
     reach = list(range(n))  # reach[c]: the last index that must stay with index c
@@ -75,6 +133,9 @@ def safe_cut_table(items: Sequence[Component]) -> list[bool]:
         while is_tool_result(items[last_call]):
             last_call -= 1
         reach[last_call] = n
+    loop = thinking_loop_start(items)
+    if loop is not None:
+        reach[loop] = n
     table = [True] * (n + 1)
     furthest = -1
     for k in range(n + 1):
@@ -86,13 +147,31 @@ def safe_cut_table(items: Sequence[Component]) -> list[bool]:
 
 
 def is_safe_cut(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
-    """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history."""
-    return _safe(items, len(items), k, table)
+    """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history.
 
-
-def _safe(items: Sequence[Component], n: int, k: int, table: list[bool] | None) -> bool:
+    Without a table it costs O(1) plus, for a cut that is not before a tool
+    result, the length of the trailing tool loop (the thinking rule).
+    """
+    n = len(items)
     if table is not None:
         return table[k]
+    if k < n and is_tool_result(items[k]):
+        return False
+    return _safe(items, n, k, None, thinking_loop_start(items))
+
+
+def _safe(
+    items: Sequence[Component],
+    n: int,
+    k: int,
+    table: list[bool] | None,
+    loop: int | None,
+) -> bool:
+    """Whether a cut at ``k`` is safe; ``loop`` is :func:`thinking_loop_start` or ``None``."""
+    if table is not None:
+        return table[k]
+    if loop is not None and k > loop:
+        return False
     if k < n:
         return items[k].tool_call_id is None  # not a tool result
     return not _trailing_exchange_is_open(items)
@@ -118,7 +197,8 @@ def prefix_end(
             f"it must return an int between 0 and {n}"
         )
         raise InvalidArgumentError(msg)
-    while end < n and not _safe(items, n, end, table):
+    loop = None if table is not None else thinking_loop_start(items)
+    while end < n and not _safe(items, n, end, table, loop):
         end += 1
     return end
 
@@ -134,8 +214,9 @@ def window_cut(
 
     ``p`` is the end of the protected prefix. ``k`` keeps the last ``size``
     body components, moved back to the nearest safe cut so that a tool
-    exchange is kept whole: the result is the smallest safe superset of the
-    last ``size``. ``k == p`` means nothing can be dropped.
+    exchange (and a continuing thinking loop) is kept whole: the result is
+    the smallest safe superset of the last ``size``. ``k == p`` means nothing
+    can be dropped.
     """
     n = len(items)
     if n <= size:
@@ -145,7 +226,8 @@ def window_cut(
     if n - p <= size:
         return p, p
     k = n - size
-    while k > p and not _safe(items, n, k, table):
+    loop = None if table is not None else thinking_loop_start(items)
+    while k > p and not _safe(items, n, k, table, loop):
         k -= 1
     return p, k
 

@@ -14,7 +14,9 @@ read. :func:`count_memoized` is that cached path.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import json
+import math
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
@@ -22,6 +24,19 @@ import attrs
 from .components import Component
 from .encoding import load_o200k_base
 from .exceptions import InvalidArgumentError
+from .image_tokens import ImageFormula, image_tokens
+from .parts import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+    thaw_json,
+)
 
 if TYPE_CHECKING:
     import tiktoken
@@ -63,9 +78,24 @@ class TiktokenCounter:
     * each tool call costs its function name, its JSON arguments and
       ``per_tool_call`` tokens of framing (providers do not publish this
       framing; 3 is an estimate);
-    * each image costs ``image_tokens``: 765 is what OpenAI bills a
-      1024x1024 image at high detail, a bound for most screenshots. Images
-      are not downloaded or measured.
+    * each part beyond text costs what it sends (see
+      :mod:`mellea_ctx._core.image_tokens` for images):
+
+      - an image with a known ``width`` and ``height``: the provider's
+        published formula (``images="openai"``: 85 + 170 per 512 px tile
+        after OpenAI's resizing, 85 at ``detail="low"``;
+        ``images="anthropic"``: width * height / 750 after Anthropic's
+        resizing); with no size, ``image_tokens`` when set, else the
+        formula's bound (1445 for OpenAI, 1600 for Anthropic). Images are
+        never downloaded or decoded;
+      - thinking: its encoded text plus its encoded signature; redacted
+        thinking: its encoded data (both travel back to the provider);
+      - a refusal: its encoded text; an opaque provider block: its encoded
+        JSON;
+      - a document or audio clip: its encoded text, name, URL or file id,
+        plus one token per 4 base64 characters of inline data (an
+        estimate: providers bill a PDF per page, which only parsing it
+        would tell).
 
     Text is encoded with ``encode_ordinary``, so text that looks like a
     special token (``<|endoftext|>``) is counted as the text it is.
@@ -74,7 +104,9 @@ class TiktokenCounter:
         per_message: Framing tokens per message.
         per_name: Extra tokens when a message carries a ``name``.
         per_tool_call: Framing tokens per tool call.
-        image_tokens: Tokens charged per attached image.
+        image_tokens: Tokens charged per image of unknown size; ``None``
+            charges the formula's bound.
+        images: Whose formula prices images: ``"openai"`` or ``"anthropic"``.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -85,14 +117,23 @@ class TiktokenCounter:
     per_message: int = 3
     per_name: int = 1
     per_tool_call: int = 3
-    image_tokens: int = 765
+    image_tokens: int | None = None
+    images: ImageFormula = "openai"
 
     def __attrs_post_init__(self) -> None:
         for field in ("per_message", "per_name", "per_tool_call", "image_tokens"):
             value = getattr(self, field)
+            if field == "image_tokens" and value is None:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 msg = f"TiktokenCounter: {field}={value!r} must be an int >= 0"
                 raise InvalidArgumentError(msg)
+        if self.images not in ("openai", "anthropic"):
+            msg = (
+                f"TiktokenCounter: images={self.images!r} must be 'openai' or 'anthropic' "
+                "(whose published formula prices an image)"
+            )
+            raise InvalidArgumentError(msg)
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -121,9 +162,43 @@ class TiktokenCounter:
             total += self.per_name + len(encode(name))
         for call in component.tool_calls:
             total += self.per_tool_call + len(encode(call.name)) + len(encode(call.arguments))
-        images = component.images
-        if images:
-            total += self.image_tokens * len(images)
+        parts = component.parts
+        if len(parts) > 1 or (parts and type(parts[0]) is not TextPart):
+            total += self._parts(parts, lambda text: len(encode(text)) if text else 0)
+        return total
+
+    def _parts(self, parts: tuple[Part, ...], size: Callable[[str], int]) -> int:
+        """The tokens of every part but text (text is counted as the text view)."""
+        total = 0
+        for part in parts:
+            kind = type(part)
+            if kind is TextPart:
+                continue
+            if kind is ImagePart:
+                assert isinstance(part, ImagePart)
+                total += image_tokens(
+                    part.width, part.height, part.detail, self.images, self.image_tokens
+                )
+            elif kind is ThinkingPart:
+                assert isinstance(part, ThinkingPart)
+                total += size(part.text) + size(part.signature or "")
+            elif kind is RedactedThinkingPart:
+                assert isinstance(part, RedactedThinkingPart)
+                total += size(part.data)
+            elif kind is RefusalPart:
+                assert isinstance(part, RefusalPart)
+                total += size(part.text)
+            elif kind is OpaquePart:
+                assert isinstance(part, OpaquePart)
+                total += size(json.dumps(thaw_json(part.block), ensure_ascii=False))
+            elif kind is DocumentPart:
+                assert isinstance(part, DocumentPart)
+                for text in (part.text, part.name, part.url, part.file_id):
+                    total += size(text or "")
+                total += _data_tokens(part.data)
+            elif kind is AudioPart:
+                assert isinstance(part, AudioPart)
+                total += size(part.id or "") + _data_tokens(part.data)
         return total
 
     def bound(self, component: Component) -> int:
@@ -145,10 +220,15 @@ class TiktokenCounter:
             total += self.per_name + _utf8_length(name)
         for call in component.tool_calls:
             total += self.per_tool_call + _utf8_length(call.name) + _utf8_length(call.arguments)
-        images = component.images
-        if images:
-            total += self.image_tokens * len(images)
+        parts = component.parts
+        if len(parts) > 1 or (parts and type(parts[0]) is not TextPart):
+            total += self._parts(parts, _utf8_length)
         return total
+
+
+def _data_tokens(data: str | None) -> int:
+    """Inline base64 data: one token per 4 characters (an estimate; see the class docs)."""
+    return math.ceil(len(data) / 4) if data else 0
 
 
 def _utf8_length(text: str) -> int:

@@ -89,6 +89,14 @@ class Reply:
     usage: tuple[int, int] = (10, 5)
     stop: str | None = None
     model: str | None = None
+    #: Anthropic: a ``thinking`` block (signed by the server) before the text.
+    thinking: str | None = None
+    #: Anthropic: a ``redacted_thinking`` block's data, after any thinking.
+    redacted: str | None = None
+    #: OpenAI-compatible servers (DeepSeek, vLLM): the message's ``reasoning_content``.
+    reasoning: str | None = None
+    #: OpenAI: the message's ``refusal``.
+    refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -382,10 +390,18 @@ class WireServer:
         usage: tuple[int, int] = (10, 5),
         stop: str | None = None,
         model: str | None = None,
+        thinking: str | None = None,
+        redacted: str | None = None,
+        reasoning: str | None = None,
+        refusal: str | None = None,
     ) -> None:
-        """Answer the next request with ``text`` and/or ``tool_calls`` (``(id, name, args)``)."""
+        """Answer the next request with ``text`` and/or ``tool_calls`` (``(id, name, args)``).
+
+        ``thinking`` and ``redacted`` add Anthropic thinking blocks; ``reasoning``
+        and ``refusal`` add OpenAI message fields (see :class:`Reply`).
+        """
         calls = tuple(tool_use(call) for call in tool_calls)
-        self.enqueue(Reply(text, calls, usage, stop, model))
+        self.enqueue(Reply(text, calls, usage, stop, model, thinking, redacted, reasoning, refusal))
 
     def empty(self) -> None:
         """Answer the next request with a completion that holds no text and no tool call."""

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._wire import Fail, RecordedRequest, Reply, WireServer, halves, sse_data, text_pieces
+from .anthropic_rules import request_violations, sign
 
 __all__ = ["AnthropicWireServer"]
 
@@ -50,9 +51,22 @@ class AnthropicWireServer(WireServer):
 
     completion_path = "/v1/messages"
     request_id_header = "request-id"
+    #: Set to True to refuse, with a 400, any request that breaks Anthropic's documented
+    #: rules (see ``anthropic_rules.py``); ``violations`` then lists what each request broke.
+    enforce_rules = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The ``redacted_thinking`` data this server handed out.
+        self.redacted_issued: set[str] = set()
+        #: Per checked request (with ``enforce_rules``), the rules it broke.
+        self.violations: list[list[str]] = []
 
     def check(self, request: RecordedRequest) -> Fail | None:
-        """Reject what the real API rejects: no key, no version header, missing fields."""
+        """Reject what the real API rejects: no key, no version header, missing fields.
+
+        With ``enforce_rules``, also the documented content rules of ``anthropic_rules``.
+        """
         headers = request.headers
         if "x-api-key" not in headers and not headers.get("authorization", "").startswith(
             "Bearer "
@@ -66,11 +80,28 @@ class AnthropicWireServer(WireServer):
         for name, kind in (("model", str), ("max_tokens", int), ("messages", list)):
             if not isinstance(body.get(name), kind):
                 return Fail(400, f"{name}: Field required")
+        if self.enforce_rules:
+            problems = request_violations(body, self.redacted_issued)
+            self.violations.append(problems)
+            if problems:
+                return Fail(400, problems[0])
         return None
+
+    def _thinking_blocks(self, reply: Reply) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if reply.thinking is not None:
+            blocks.append(
+                {"type": "thinking", "thinking": reply.thinking, "signature": sign(reply.thinking)}
+            )
+        if reply.redacted is not None:
+            self.redacted_issued.add(reply.redacted)
+            blocks.append({"type": "redacted_thinking", "data": reply.redacted})
+        return blocks
 
     def render(self, reply: Reply, body: Mapping[str, Any], response_id: str) -> object:
         """A ``message`` object."""
-        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        content = self._thinking_blocks(reply)
+        content += [{"type": "text", "text": reply.text}] if reply.text else []
         content += [
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
             for call in reply.tool_calls

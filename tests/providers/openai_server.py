@@ -106,10 +106,14 @@ class OpenAIWireServer(WireServer):
         message: dict[str, Any] = {
             "role": "assistant",
             # The API sends null content beside tool calls, and "" for an empty answer.
-            "content": reply.text if reply.text or not reply.tool_calls else None,
-            "refusal": None,
+            "content": reply.text
+            if reply.text or not (reply.tool_calls or reply.refusal)
+            else None,
+            "refusal": reply.refusal,
             "annotations": [],
         }
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {
