@@ -527,7 +527,7 @@ class TestDemo:
         monkeypatch.setitem(sys.modules, "matplotlib", None)
         out = tmp_path / "tokens.png"
         done = invoke("demo", "--plot", str(out), code=2)
-        assert "pip install 'mellea-ctx[plot]'" in done.stderr
+        assert "pip install '.[plot]' in the mellea-ctx clone" in done.stderr
         assert not out.exists()
 
 

@@ -5,7 +5,7 @@ choosing among dozens of tools chooses worse. Mark the rarely needed ones
 ``deferred`` (``@tool(deferred=True)``) and :class:`ToolSearch` keeps them out
 of requests: the model gets one ``tool_search`` tool instead, searches the
 deferred tools' names, descriptions and arguments with BM25 (through the
-``bm25s`` package, ``pip install 'mellea-ctx[search]'``), and receives the
+``bm25s`` package, ``pip install '.[search]' in the clone``), and receives the
 definitions that match.
 
 :class:`DeliveredTools` remembers, per session, which definitions the model

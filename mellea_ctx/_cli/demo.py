@@ -265,7 +265,7 @@ model steps, each a tool call and its result, on a context that compacts
 itself with a token budget (TokenBudgetCompactor, extractive summaries). The
 chart shows the context's token total after each step; the table compares it
 with the same session without compaction. --plot also writes the chart as an
-image (needs matplotlib: pip install 'mellea-ctx[plot]').
+image (needs matplotlib: pip install '.[plot]' in the clone).
 
 \b
 Examples:
@@ -303,7 +303,7 @@ def demo(turns: int, budget: int, plot: str | None) -> None:
         try:
             plotter = plot_png()
         except ImportError as exc:
-            msg = "--plot needs matplotlib: pip install 'mellea-ctx[plot]'"
+            msg = "--plot needs matplotlib: pip install '.[plot]' in the mellea-ctx clone"
             raise InputError(msg) from exc
     console = stdout()
     with progress(stderr(), f"Simulating {turns} model steps"):
