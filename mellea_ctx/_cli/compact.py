@@ -50,7 +50,22 @@ def _backend(name: str, model: str | None, base_url: str | None) -> Backend:
             return OpenAIBackend(chosen, base_url=base_url)
         return AnthropicBackend(chosen, base_url=base_url)
     except InvalidArgumentError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError(_command_line_advice(name, str(exc))) from exc
+
+
+#: The variable each backend reads its key from.
+KEY_VARIABLES: Final = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _command_line_advice(name: str, message: str) -> str:
+    """Say what to do on the command line, not in Python, for a backend that cannot start."""
+    if "API key" in message:
+        variable = KEY_VARIABLES[name]
+        local = " (or --base-url for a local server that needs none)" if name == "openai" else ""
+        return f"--backend {name} needs an API key: set {variable}{local}"
+    if "SDK" in message:
+        return f"--backend {name} needs the {name} SDK: pip install '.[{name}]' in the clone"
+    return message
 
 
 def _compactor(
