@@ -229,7 +229,7 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         if isinstance(data, dict) and suffix.lower() == ".json":
             msg = (
                 f"{source}: holds one JSON object, not a JSON array of messages; put it in "
-                '[...], or name the file .jsonl if it is JSONL (one message per line)'
+                "[...], or name the file .jsonl if it is JSONL (one message per line)"
             )
             raise InvalidContextError(msg)
     return _parse_transcript(text, source, detected, lines=True)
