@@ -81,3 +81,25 @@ class TestReport:
     def test_no_warning_for_a_small_result(self, tmp_path: Path) -> None:
         done = invoke("compact", "--window", "4", "-o", str(tmp_path / "o.json"))
         assert "warning:" not in done.stderr
+
+
+class TestLayout:
+    def test_rows_are_not_cut_at_80_columns_in_a_pipe(self, tmp_path: Path) -> None:
+        """Without a terminal or COLUMNS, a report row longer than 80 columns stays one line."""
+        done = CliRunner().invoke(
+            cli,
+            ["compact", "--summarize", "-o", str(tmp_path / "o.json")],
+            env={"COLUMNS": None},
+        )
+        assert done.exit_code == 0, done.stderr
+        row = next(line for line in done.stderr.splitlines() if "details preserved" in line)
+        assert len(row.rstrip()) > 80
+        assert "carried over verbatim" in row
+
+    def test_demo_marks_compactions_without_colour(self) -> None:
+        """The chart marks each compaction with a sign under its column, not only in yellow."""
+        done = CliRunner().invoke(cli, ["demo", "--turns", "30", "--budget", "2000"])
+        assert done.exit_code == 0
+        assert "▲ below: a compaction ran" in done.stdout
+        marks = [line for line in done.stdout.splitlines() if line.strip().startswith("▲")]
+        assert len(marks) == 1

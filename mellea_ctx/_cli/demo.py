@@ -150,6 +150,8 @@ def simulate(turns: int, budget: int, *, seed: int = SEED) -> DemoRun:
 
 
 _BLOCKS: Final = " ▁▂▃▄▅▆▇█"
+#: Marks, under the chart, each column in which a compaction ran.
+_COMPACTED: Final = "▲"
 
 
 def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType:
@@ -191,6 +193,10 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
         text.append("\n")
     axis = " " * label + " └" + "─" * len(values)
     text.append(axis + "\n", style="dim")
+    # Compactions are marked by a sign too, not only by colour (a pipe or a log has none).
+    signs = "".join(_COMPACTED if flag else " " for flag in flags).rstrip()
+    if signs:
+        text.append(" " * (label + 2) + signs + "\n", style="yellow")
     last = f"step {n}"
     if len(values) >= len(last) + 8:
         ticks = " " * (label + 2) + "step 1".ljust(len(values) - len(last)) + last
@@ -199,7 +205,7 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
     text.append(ticks, style="dim")
     title = Text(
         f"context tokens after each model step (budget {run.budget:,}, red dashes; "
-        "yellow: a compaction ran)",
+        f"yellow, {_COMPACTED} below: a compaction ran)",
         style="bold",
     )
     return Group(title, text)
