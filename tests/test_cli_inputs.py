@@ -53,3 +53,26 @@ class TestLoneObject:
         out = tmp_path / "out.jsonl"
         invoke("compact", str(source), "--window", "2", "-o", str(out))
         assert [c.content for c in load_conversation(out)] == ["hi"]
+
+
+class TestUsageErrors:
+    def test_one_form_and_no_blank_line(self) -> None:
+        """A usage error reads like every other error: no blank line, the command named."""
+        import subprocess
+        import sys
+
+        done = subprocess.run(
+            [sys.executable, "-m", "mellea_ctx", "compact", "-o", "x.json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2
+        lines = done.stderr.splitlines()
+        assert "" not in lines
+        assert lines == [
+            "mellea-ctx compact: error: choose one strategy: --window N, --budget TOKENS or "
+            "--summarize",
+            "Try 'mellea-ctx compact --help' for help.",
+        ]
