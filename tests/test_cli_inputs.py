@@ -76,3 +76,15 @@ class TestUsageErrors:
             "--summarize",
             "Try 'mellea-ctx compact --help' for help.",
         ]
+
+
+class TestNumbers:
+    def test_counts_use_thousands_separators_everywhere(self, tmp_path: Path) -> None:
+        """One number format: 1,200 in the headline as in the message count beside it."""
+        rows = [{"role": "user", "content": "hi"}]
+        rows += [{"role": "tool", "tool_call_id": f"t{i}", "content": "x"} for i in range(1200)]
+        source = tmp_path / "orphans.json"
+        source.write_text(json.dumps(rows), encoding="utf-8")
+        done = invoke("validate", str(source), code=1)
+        headline = "orphans.json: 1,200 problems for openai (1,201 messages)"
+        assert headline in done.stdout + done.stderr

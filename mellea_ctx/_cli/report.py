@@ -99,12 +99,12 @@ def compact_report(
     else:
         details.add_row("removed", "nothing")
     if added:
-        details.add_row("added", f"{len(added)} checkpoint (a summary, sent as a user message)")
+        details.add_row("added", f"{len(added):,} checkpoint (a summary, sent as a user message)")
     if record is not None and record.outcome == "applied":
         details.add_row(
             "details preserved",
-            f"{len(record.facts_checked)} exact details (paths, ids, numbers, commands) "
-            f"checked; {len(record.facts_carried)} the summary lost, carried over verbatim",
+            f"{len(record.facts_checked):,} exact details (paths, ids, numbers, commands) "
+            f"checked; {len(record.facts_carried):,} the summary lost, carried over verbatim",
         )
     elif strategy == "window":
         details.add_row("details preserved", "kept messages are unchanged; nothing is summarized")
@@ -127,14 +127,14 @@ def problems_table(
     """Return what ``validate`` prints: the problems found, or the changes a repair made."""
     if repaired is not None:
         title = (
-            f"{source}: repaired for {provider}: {len(located)} change"
+            f"{source}: repaired for {provider}: {len(located):,} change"
             f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} messages"
         )
     elif not located:
         return Text(f"{source}: valid for {provider} ({count:,} messages)")
     else:
         title = (
-            f"{source}: {len(located)} problem{'' if len(located) == 1 else 's'} "
+            f"{source}: {len(located):,} problem{'' if len(located) == 1 else 's'} "
             f"for {provider} ({count:,} messages)"
         )
     if not located:
@@ -245,7 +245,7 @@ def stats_report(
             validity.add_row(provider, "valid", "")
             continue
         index, text = found[0]
-        status = f"{len(found)} problem{'' if len(found) == 1 else 's'}"
+        status = f"{len(found):,} problem{'' if len(found) == 1 else 's'}"
         validity.add_row(provider, status, f"{locations[index]}: {text}")
 
     cuts = Table(title="where each strategy would cut", title_justify="left")

@@ -50,7 +50,7 @@ def load(
                 count = len(transcript.components)
                 note.print(
                     f"{PROG}: no FILE given; reading {_SAMPLE_NAME} "
-                    f"(tau-bench airline, {count} messages)",
+                    f"(tau-bench airline, {count:,} messages)",
                     soft_wrap=True,
                 )
             return transcript, _SAMPLE_NAME
