@@ -98,7 +98,9 @@ class TestLayout:
 
     def test_demo_marks_compactions_without_colour(self) -> None:
         """The chart marks each compaction with a sign under its column, not only in yellow."""
-        done = CliRunner().invoke(cli, ["demo", "--turns", "30", "--budget", "2000"])
+        done = CliRunner().invoke(
+            cli, ["demo", "--turns", "30", "--budget", "2000"], env={"COLUMNS": "200"}
+        )
         assert done.exit_code == 0
         assert "▲ below: a compaction ran" in done.stdout
         marks = [line for line in done.stdout.splitlines() if line.strip().startswith("▲")]
