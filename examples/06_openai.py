@@ -19,6 +19,7 @@ Run it against OpenAI (``MELLEA_CTX_MODEL`` picks the model, gpt-4o-mini by defa
 from __future__ import annotations
 
 import os
+import sys
 from importlib.resources import files
 
 from mellea_ctx import (
@@ -26,6 +27,7 @@ from mellea_ctx import (
     ChatContext,
     Checkpoint,
     ExtractiveBackend,
+    MelleaCtxError,
     OpenAIBackend,
     TokenBudgetCompactor,
     load_conversation,
@@ -70,6 +72,7 @@ def main() -> None:
         target_tokens=4_000,
         boundary="model_step",
         pin_predicate=pin_system_and_initial_user,
+        strict=True,  # a failed summary raises, rather than carrying on uncompacted
         model_options={"temperature": 0},
     )
     compacted = budget.compact(ctx, backend=backend)  # request 1: the summary
@@ -93,4 +96,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except MelleaCtxError as exc:  # no reachable API, a refused key, a missing SDK
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        sys.exit(f"06_openai.py: {type(exc).__name__}: {first}")

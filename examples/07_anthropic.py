@@ -22,6 +22,7 @@ picks the model, claude-sonnet-4-6 by default):
 from __future__ import annotations
 
 import os
+import sys
 from importlib.resources import files
 
 from mellea_ctx import (
@@ -30,6 +31,7 @@ from mellea_ctx import (
     ChatContext,
     Checkpoint,
     ExtractiveBackend,
+    MelleaCtxError,
     TokenBudgetCompactor,
     load_conversation,
     pin_system_and_initial_user,
@@ -73,6 +75,7 @@ def main() -> None:
         target_tokens=4_000,
         boundary="model_step",
         pin_predicate=pin_system_and_initial_user,
+        strict=True,  # a failed summary raises, rather than carrying on uncompacted
     )
     compacted = budget.compact(ctx, backend=backend)  # request 1: the summary
     print(f"compacted {len(ctx)} -> {len(compacted)} messages, ", end="")
@@ -94,4 +97,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except MelleaCtxError as exc:  # no reachable API, a refused key, a missing SDK
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        sys.exit(f"07_anthropic.py: {type(exc).__name__}: {first}")

@@ -18,6 +18,7 @@ Without ``MELLEA_CTX_BASE_URL`` it runs offline on ``ExtractiveBackend`` and say
 from __future__ import annotations
 
 import os
+import sys
 
 from mellea_ctx import (
     Backend,
@@ -25,6 +26,7 @@ from mellea_ctx import (
     Event,
     ExtractiveBackend,
     LLMSummarizeCompactor,
+    MelleaCtxError,
     Message,
     OpenAIBackend,
     ThresholdCompactor,
@@ -61,7 +63,9 @@ def backend_from_environment() -> Backend:
 def main() -> None:
     backend = backend_from_environment()
     compactor = ThresholdCompactor(
-        LLMSummarizeCompactor(keep_n=4, pin_predicate=pin_react_initiator, timeout=300),
+        LLMSummarizeCompactor(
+            keep_n=4, pin_predicate=pin_react_initiator, timeout=300, strict=True
+        ),
         threshold=3_000,
     )
     events: list[Event] = []
@@ -83,4 +87,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except MelleaCtxError as exc:  # no reachable API, a refused key, a missing SDK
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        sys.exit(f"08_local_server.py: {type(exc).__name__}: {first}")

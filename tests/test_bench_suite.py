@@ -166,3 +166,25 @@ class TestReport:
         items = load_conversation(path)
         assert count == len(items)
         assert [] == validate_openai(items)
+
+
+class TestNoMachinePaths:
+    """Committed results and docs name the corpus relative to the repository."""
+
+    def test_results_and_docs_hold_no_absolute_corpus_path(self) -> None:
+        root = Path(__file__).resolve().parents[1]
+        pages = [*sorted((root / "benchmarks" / "results").glob("*.*")), root / "README.md"]
+        pages += sorted((root / "docs").rglob("*.md"))
+        found = [
+            page.name
+            for page in pages
+            if page.suffix in {".md", ".json"} and "/work/" in page.read_text(encoding="utf-8")
+        ]
+        assert found == []
+
+    def test_corpus_name(self) -> None:
+        from benchmarks.suite.sessions import BENCHMARKS_DIR, corpus_name
+
+        beside = BENCHMARKS_DIR.parent.resolve().parent / "shared" / "corpus"
+        assert corpus_name(beside) == "../shared/corpus"
+        assert corpus_name(Path("/somewhere/else/corpus")) == "else/corpus"

@@ -388,7 +388,16 @@ class TestErrors:
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
         done = invoke("compact", "--summarize", "--backend", "openai", code=2)
         assert "OPENAI_API_KEY" in done.stderr
+        assert "api_key=" not in done.stderr  # command-line advice, not Python's
         assert "" == done.stdout
+
+    def test_huge_integer_gets_command_line_advice(self, tmp_path: Path) -> None:
+        """A 5,000-digit number: say what to do with the file, not sys.set_int_max_str_digits()."""
+        source = tmp_path / "big.json"
+        source.write_text('[{"role": "user", "content": "x", "n": ' + "9" * 5000 + "}]")
+        done = invoke("compact", str(source), "--window", "5", code=2)
+        assert "set_int_max_str_digits" not in done.stderr
+        assert "more digits than Python's JSON reader accepts" in done.stderr
 
 
 class TestStats:
@@ -521,7 +530,7 @@ class TestDemo:
         monkeypatch.setitem(sys.modules, "matplotlib", None)
         out = tmp_path / "tokens.png"
         done = invoke("demo", "--plot", str(out), code=2)
-        assert "pip install 'mellea-ctx[plot]'" in done.stderr
+        assert "pip install '.[plot]' in the mellea-ctx clone" in done.stderr
         assert not out.exists()
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,29 @@ class TestDocs:
         namespace: dict[str, object] = {"__name__": "docs"}
         for block in python_blocks(page):
             exec(compile(block, str(page), "exec"), namespace)
+
+    def test_readme_runs_after_its_set_up_command(self) -> None:
+        """Every README snippet runs with only the extras the set-up command installs."""
+        text = README.read_text(encoding="utf-8")
+        setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+        command = re.findall(r"```bash\n(.*?)```", setup, re.S)[0]
+        assert "mellea-ctx[" not in text, "advice for an index the package is not on"
+        installed = re.search(r"pip install '\.\[([a-z,]+)\]'", command)
+        extras = set(installed.group(1).split(",")) if installed else set()
+        modules = {"openai": "openai", "anthropic": "anthropic", "redis": "redis"}
+        modules |= {"search": "bm25s", "plot": "matplotlib"}
+        hidden = sorted(module for extra, module in modules.items() if extra not in extras)
+        script = (
+            "import re, sys\n"
+            f"for name in {hidden!r}:\n    sys.modules[name] = None\n"
+            f"text = open({str(README)!r}, encoding='utf-8').read()\n"
+            "for block in re.findall(r'```python\\n(.*?)```', text, re.S):\n"
+            "    exec(compile(block, 'README.md', 'exec'), {'__name__': '__readme__'})\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
 
     def test_two_setup_commands(self) -> None:
         """The set-up section holds exactly two shell commands: run the main job, run the tests."""

@@ -98,3 +98,42 @@ class TestExamples:
         source = script.read_text(encoding="utf-8")
         assert source.startswith('"""')
         assert f"python examples/{script.name}" in source.split('"""', 2)[1]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class TestProviderExamplesWithoutAReachableAPI:
+    """A key set but no API to reach: one clear line on stderr and exit 1, no traceback."""
+
+    @pytest.mark.parametrize("name", sorted(OFFLINE_UNLESS))
+    def test_one_line_and_a_non_zero_exit(self, name: str) -> None:
+        url = f"http://127.0.0.1:{closed_port()}"
+        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+        env.update(
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=f"{url}/v1",
+            ANTHROPIC_API_KEY="test",
+            ANTHROPIC_BASE_URL=url,
+            MELLEA_CTX_BASE_URL=f"{url}/v1",
+        )
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / name)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"{name}: BackendConnectionError: ")
+        assert "compacted" not in done.stdout  # it stopped at the failed summary

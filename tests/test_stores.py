@@ -646,7 +646,7 @@ class TestRedisStore:
     ) -> None:
         """Without redis-py, the constructor raises ImportError naming the extra to install."""
         monkeypatch.setitem(sys.modules, "redis", None)
-        with pytest.raises(ImportError, match=r"pip install 'mellea-ctx\[redis\]'"):
+        with pytest.raises(ImportError, match=r"pip install '\.\[redis\]'"):
             RedisStore()
 
 

@@ -600,7 +600,7 @@ class TestArguments:
             return real_import(name, *args, **kwargs)
 
         monkeypatch.setattr(builtins, "__import__", refuse)
-        with pytest.raises(InvalidArgumentError, match=r"pip install 'mellea-ctx\[search\]'"):
+        with pytest.raises(InvalidArgumentError, match=r"pip install '\.\[search\]'"):
             ToolSearch(CATALOG)
 
     def test_real_functions(self) -> None:

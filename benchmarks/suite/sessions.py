@@ -51,10 +51,30 @@ class Pools:
     calls_per_step: tuple[int, ...]
 
 
+def corpus_name(corpus: Path) -> str:
+    """Name ``corpus`` for committed results: relative to the repository, never this machine's path.
+
+    The corpus beside the checkout (``/work/shared/corpus`` for ``/work/main``) is
+    ``../shared/corpus``; any other folder is named by its last two parts.
+    """
+    repo = BENCHMARKS_DIR.parent.resolve()
+    where = corpus.resolve()
+    for base in (repo.parent, *repo.parents):
+        if where.is_relative_to(base) and (base / "shared" / "corpus") == where:
+            return "../shared/corpus"
+    if where.is_relative_to(repo):
+        return where.relative_to(repo).as_posix()
+    return "/".join(where.parts[-2:])
+
+
 def load_pools(corpus: Path = CORPUS_DIR) -> Pools:
     """Return pools from every ``*.openai.json`` of ``corpus``, else from the bundled sample."""
     files = sorted(corpus.glob("*.openai.json")) if corpus.is_dir() else []
-    source = f"{len(files)} transcripts of {corpus}" if files else f"the bundled {SAMPLE.name}"
+    source = (
+        f"{len(files)} transcripts of {corpus_name(corpus)}"
+        if files
+        else f"the bundled {SAMPLE.name}"
+    )
     conversations = [json.loads(f.read_text()) for f in files] or [json.loads(SAMPLE.read_text())]
     return pools_from(conversations, source)
 

@@ -4,7 +4,7 @@ A tool's document is its name (twice), its description and its arguments'
 names and descriptions, reduced to terms: lowercased, identifiers split into
 words (and kept whole as one more term), English plurals stripped, a few
 stopwords dropped. The index ranks through the ``bm25s`` package
-(``pip install 'mellea-ctx[search]'``), imported only when one is built.
+(``pip install '.[search]' in the clone``), imported only when one is built.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _bm25s() -> Any:
     try:
         import bm25s
     except ModuleNotFoundError as exc:
-        msg = "ToolSearch needs the bm25s package: pip install 'mellea-ctx[search]'"
+        msg = "ToolSearch needs the bm25s package: pip install '.[search]' in the mellea-ctx clone"
         raise InvalidArgumentError(msg) from exc
     return bm25s
 

@@ -8,18 +8,20 @@ it; the system instructions are never stored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from .._compaction.events import Event, EventHook, EventKind
 from .._compaction.records import CompactionRecord
+from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.protocols import Backend, Compactor
 from .result import SessionLike
 
-__all__ = ["Loop", "commit", "dialogue_of"]
+__all__ = ["Loop", "commit", "dialogue_of", "request_only", "storable"]
 
 
 @attrs.define
@@ -34,6 +36,7 @@ class Loop:
     compact_requested: bool = False
     focus: str = ""
     committed: list[Component] = attrs.Factory(list)
+    request_only: list[Component] = attrs.Factory(list)
     ctx: ChatContext | None = None
 
     def emit(self, kind: EventKind, **fields: Any) -> None:
@@ -64,6 +67,48 @@ def dialogue_of(ctx: ChatContext) -> list[Component]:
     return items[start:]
 
 
+def request_only(ctx: ChatContext, session: SessionLike) -> list[Component]:
+    """The dialogue components of ``ctx`` that the session does not store (request-only ones).
+
+    Compared by identity with the snapshot's ``dialogue`` (``session.context()``
+    builds the context from those very objects). A session without a
+    ``dialogue`` attribute has nothing known to be request-only.
+    """
+    stored = getattr(session, "dialogue", None)
+    if stored is None:
+        return []
+    known = {id(item) for item in stored}
+    return [item for item in dialogue_of(ctx) if id(item) not in known]
+
+
+def storable(dialogue: list[Component], request_only: list[Component]) -> list[Component]:
+    """``dialogue`` without the request-only components, in it or in the spans of checkpoints.
+
+    Only checkpoints made during this run can hold one (a stored checkpoint
+    holds only stored components), so the descent stops at the first span
+    with none: its depth is bounded by the compactions of one run.
+    """
+    if not request_only:
+        return dialogue
+    drop = {id(item) for item in request_only}
+
+    def clean(items: Sequence[Component]) -> list[Component]:
+        kept: list[Component] = []
+        for item in items:
+            if id(item) in drop:
+                continue
+            if isinstance(item, Checkpoint) and item.span:
+                span = clean(item.span)
+                if len(span) != len(item.span) or any(
+                    a is not b for a, b in zip(span, item.span, strict=True)
+                ):
+                    item = attrs.evolve(item, span=tuple(span), replaced=None)
+            kept.append(item)
+        return kept
+
+    return clean(dialogue)
+
+
 def commit(loop: Loop) -> None:
     """Write what the context gained since the last commit, or its new dialogue."""
     if loop.session is None or loop.ctx is None:
@@ -75,6 +120,6 @@ def commit(loop: Loop) -> None:
             return
         loop.session = loop.session.commit(dialogue[len(done) :])
     else:  # a compaction rewrote the history
-        loop.session = loop.session.replace(dialogue)
+        loop.session = loop.session.replace(storable(dialogue, loop.request_only))
     loop.committed = dialogue
     loop.emit("session_committed")

@@ -4,8 +4,9 @@ Each turn asks the backend for one output with the history and the tools; if
 the output calls tools, they run (parallel calls included; an async tool runs
 concurrently with the others, a tool that raises becomes an error result),
 their results are added, and the next turn starts; an output without tool
-calls is the answer. Before every turn after the first, the configured
-compactor runs, with the goal pinned (``pin_react_initiator``).
+calls is the answer. Before every model call, the first one included (a
+resumed context may already be over budget), the configured compactor runs;
+pin the goal with ``pin_react_initiator`` in the compactors you build for it.
 
 Two tools ride along when a compactor is configured, so the model can manage
 its own context:
@@ -17,24 +18,35 @@ its own context:
 
 With a session (``SessionMemory.open(...)``), every finished turn is written
 to the store in one atomic write: the first one together with the goal, and
-one after a compaction as a ``replace`` of the compacted dialogue. A turn that
+one after a compaction as a ``replace`` of the compacted dialogue. Request-only
+messages (in ``ctx`` but not in the session's stored dialogue) are never
+stored, not even after a compaction: they are left out of the replaced
+dialogue and out of the spans of the checkpoints this run made. A turn that
 fails or is cancelled writes nothing, so the store holds exactly what it held
 after the last finished turn (before the call, if none finished) and a retried
 call does not store its goal twice. The system instructions are never stored.
 
 With a :class:`~mellea_ctx.ToolSearch`, deferred tools stay out of requests
 until the model finds them with ``tool_search``; definitions delivered in a
-session are not offered twice, and a compaction resets that record.
+session are not offered twice, and a compaction resets that record. With
+``catalog="system"`` the loop puts the catalog in the request's system prompt
+itself; on :class:`~mellea_ctx.AnthropicBackend` it takes the
+``defer_loading`` + ``tool_reference`` path (``searching``).
+
+``on_event`` hears ``turn_started`` first in each turn (before its
+compaction), and ``turn_failed`` (with ``error``) before any exception
+leaves the loop.
 
 The parts live beside this module: ``result`` (:class:`ReactResult`,
 :class:`SessionLike`), ``loop_state`` (one run's state and its session writes)
-and ``compaction_tools`` (the compactor in the loop, ``compact_context`` and
-``recall``).
+``compaction_tools`` (the compactor in the loop, ``compact_context`` and
+``recall``) and ``searching`` (tool search in the loop's requests).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -45,14 +57,19 @@ from .._core.components import ModelOutputThunk, ReactInitiator, ToolCall, ToolM
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.protocols import Backend, Compactor
+from .._core.reprs import short_repr
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
-from .loop_state import Loop, commit, dialogue_of
+from .loop_state import Loop, commit, dialogue_of, request_only
 from .result import ReactResult, SessionLike
+from .searching import Searching as _Searching
 from .tool_search import ToolSearch
 
-__all__ = ["ReactResult", "SessionLike", "areact", "react"]
+__all__ = ["UNLIMITED", "ReactResult", "SessionLike", "areact", "react"]
+
+#: ``loop_budget=UNLIMITED`` (-1, as in mellea): no limit on model calls.
+UNLIMITED = -1
 
 
 async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, str | None]:
@@ -72,13 +89,42 @@ async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, 
 
 
 def _validate(
-    goal: object, loop_budget: object, tools: Iterable[object], compactor: object
+    goal: object,
+    ctx: object,
+    backend: object,
+    loop_budget: object,
+    tools: object,
+    compactor: object,
 ) -> list[Tool]:
     if not isinstance(goal, str) or not goal.strip():
         msg = f"react: goal={goal!r} must be a non-empty str saying what the agent should do"
         raise InvalidArgumentError(msg)
-    if isinstance(loop_budget, bool) or not isinstance(loop_budget, int) or loop_budget < 1:
-        msg = f"react: loop_budget={loop_budget!r} must be an int >= 1 (model calls allowed)"
+    if not isinstance(ctx, ChatContext):
+        msg = (
+            f"react: ctx={short_repr(ctx)} must be a ChatContext; pass ChatContext() "
+            "or session.context(system=...)"
+        )
+        raise InvalidArgumentError(msg)
+    if not callable(getattr(backend, "generate", None)):
+        msg = (
+            f"react: backend={short_repr(backend)} has no generate() method; pass a Backend "
+            "such as OpenAIBackend(...), AnthropicBackend(...) or ScriptedBackend(...)"
+        )
+        raise InvalidArgumentError(msg)
+    if (
+        isinstance(loop_budget, bool)
+        or not isinstance(loop_budget, int)
+        or (loop_budget < 1 and loop_budget != UNLIMITED)
+    ):
+        msg = (
+            f"react: loop_budget={loop_budget!r} must be an int >= 1 (model calls allowed), "
+            f"or {UNLIMITED} for no limit"
+        )
+        raise InvalidArgumentError(msg)
+    if tools is None:
+        tools = ()
+    if isinstance(tools, Tool | str | Mapping) or not isinstance(tools, Iterable):
+        msg = f"react: tools={short_repr(tools)} must be a list of Tool values (or None for none)"
         raise InvalidArgumentError(msg)
     checked: list[Tool] = []
     for item in tools:
@@ -107,7 +153,7 @@ async def areact(
     ctx: ChatContext,
     backend: Backend,
     *,
-    tools: Iterable[Tool] = (),
+    tools: Iterable[Tool] | None = (),
     compactor: Compactor | None = None,
     loop_budget: int = 10,
     model_options: Mapping[str, Any] | None = None,
@@ -116,81 +162,82 @@ async def areact(
     tool_search: ToolSearch | None = None,
 ) -> ReactResult:
     """Run the agent loop on ``goal`` (async). See :func:`react`."""
-    user_tools = _validate(goal, loop_budget, tools, compactor)
+    user_tools = _validate(goal, ctx, backend, loop_budget, tools, compactor)
     if tool_search is not None and not isinstance(tool_search, ToolSearch):
         msg = f"react: tool_search={tool_search!r} must be a ToolSearch"
         raise InvalidArgumentError(msg)
     loop = Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
     builtins = builtin_tools(loop) if compactor is not None else []
-    delivered = None
-    if tool_search is not None:
-        owner = session.session_id if session is not None else f"react-{id(loop):x}"
-        delivered = tool_search.delivered(owner)
-        user_tools += tool_search.tools
-    registry = {t.name: t for t in [*user_tools, *builtins]}
-    if tool_search is not None and delivered is not None:
-        finder = tool_search.search_tool(delivered)
-        registry[finder.name] = finder
-
-    def offered() -> list[Tool]:
-        if tool_search is None or delivered is None:
-            return [*user_tools, *builtins]
-        plain = [t for t in user_tools if t.name not in {d.name for d in tool_search.tools}]
-        return [*plain, *tool_search.offered(delivered), *builtins]
-
+    searching = _Searching.of(tool_search, backend, session, loop, user_tools, builtins)
+    registry = {t.name: t for t in [*user_tools, *builtins, *searching.extra_tools]}
     compaction_backend = None if own_backend(compactor) is not None else backend
     if session is not None:
         loop.committed = dialogue_of(ctx)
+        loop.request_only = request_only(ctx, session)
+    turns = itertools.count(1) if loop_budget == UNLIMITED else range(1, loop_budget + 1)
     token = record_sink.set(loop.on_record)
     try:
         # The goal is stored with the first finished turn, not before: a call that fails
         # or is cancelled before any turn finishes leaves the session as it was.
         loop.ctx = ctx.add(ReactInitiator(goal))
-        for turn in range(1, loop_budget + 1):
+        for turn in turns:
             loop.turn = turn
-            if compactor is not None and (turn > 1 or loop.compact_requested):
-                forced = loop.compact_requested
-                if forced:
-                    loop.emit("compaction_started")
-                before = loop.ctx
-                loop.ctx = await run_compactor(
-                    compactor, before, compaction_backend, force=forced, focus=loop.focus
-                )
-                loop.compact_requested, loop.focus = False, ""
-                # The compacted dialogue is stored with this turn, when it finishes.
-                if loop.ctx is not before and tool_search is not None and delivered is not None:
-                    tool_search.reset_after_compaction(delivered)
             loop.emit("turn_started")
-            messages = loop.ctx.view_for_generation()
-            problems = validate_openai(messages)
-            if problems:
-                msg = (
-                    f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
-                )
-                raise InvalidContextError(msg)
-            tools_now = offered()
-            output = await backend.generate(
-                messages, model_options=model_options, tools=tools_now or None
-            )
-            if not isinstance(output, ModelOutputThunk):
-                msg = f"react: the backend returned {output!r}, not a ModelOutputThunk"
-                raise InvalidContextError(msg)
-            loop.ctx = loop.ctx.add(output)
-            if not output.tool_calls:
-                commit(loop)
-                loop.emit("turn_finished")
-                return ReactResult(output.value, loop.ctx, turn, "answer", loop.session)
-            results = await asyncio.gather(
-                *(_run_tool(registry, call) for call in output.tool_calls)
-            )
-            for call, (text, error) in zip(output.tool_calls, results, strict=True):
-                loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
-                loop.emit("tool_called", tool=call.name, error=error)
-            commit(loop)
-            loop.emit("turn_finished")
-        return ReactResult(None, loop.ctx, loop_budget, "budget", loop.session)
+            try:
+                answer = await _turn(loop, searching, registry, compaction_backend, model_options)
+            except Exception as exc:
+                loop.emit("turn_failed", error=f"{type(exc).__name__}: {exc}")
+                raise
+            if answer is not None:
+                return ReactResult(answer.value, loop.ctx, turn, "answer", loop.session)
+        return ReactResult(None, loop.ctx, loop.turn, "budget", loop.session)
     finally:
         record_sink.reset(token)
+
+
+async def _turn(
+    loop: Loop,
+    searching: _Searching,
+    registry: Mapping[str, Tool],
+    compaction_backend: Backend | None,
+    model_options: Mapping[str, Any] | None,
+) -> ModelOutputThunk | None:
+    """Run one turn: compact, ask the model, run its tools, commit; return the answer if any."""
+    assert loop.ctx is not None
+    if loop.compactor is not None:
+        forced = loop.compact_requested
+        if forced:
+            loop.emit("compaction_started")
+        before = loop.ctx
+        loop.ctx = await run_compactor(
+            loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
+        )
+        loop.compact_requested, loop.focus = False, ""
+        # The compacted dialogue is stored with this turn, when it finishes.
+        if loop.ctx is not before:
+            searching.after_compaction()
+    messages = searching.with_catalog(loop.ctx.view_for_generation())
+    problems = validate_openai(messages)
+    if problems:
+        msg = f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
+        raise InvalidContextError(msg)
+    options, tools_now = searching.request(model_options)
+    output = await loop.backend.generate(messages, model_options=options, tools=tools_now or None)
+    if not isinstance(output, ModelOutputThunk):
+        msg = f"react: the backend returned {short_repr(output)}, not a ModelOutputThunk"
+        raise InvalidContextError(msg)
+    loop.ctx = loop.ctx.add(output)
+    if not output.tool_calls:
+        commit(loop)
+        loop.emit("turn_finished")
+        return output
+    results = await asyncio.gather(*(_run_tool(registry, call) for call in output.tool_calls))
+    for call, (text, error) in zip(output.tool_calls, results, strict=True):
+        loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
+        loop.emit("tool_called", tool=call.name, error=error)
+    commit(loop)
+    loop.emit("turn_finished")
+    return None
 
 
 def react(
@@ -198,7 +245,7 @@ def react(
     ctx: ChatContext,
     backend: Backend,
     *,
-    tools: Iterable[Tool] = (),
+    tools: Iterable[Tool] | None = (),
     compactor: Compactor | None = None,
     loop_budget: int = 10,
     model_options: Mapping[str, Any] | None = None,
@@ -209,7 +256,7 @@ def react(
     """Run a tool-calling agent loop on ``goal`` and return how it ended.
 
     The goal is added as a :class:`~mellea_ctx.ReactInitiator`; ``compactor``
-    runs before every turn after the first (pin the goal with
+    runs before every model call, the first one included (pin the goal with
     ``pin_react_initiator`` in the compactors you build for this). The history
     sent to the backend never holds a split tool exchange.
 
@@ -218,14 +265,19 @@ def react(
         ctx: The context to start from (a system prompt, earlier dialogue);
             not modified.
         backend: The model.
-        tools: The tools the model may call (see :func:`~mellea_ctx.tool`).
+        tools: The tools the model may call (see :func:`~mellea_ctx.tool`);
+            ``None`` means none.
         compactor: Run between turns; also offered to the model as the
             ``compact_context`` tool, with ``recall`` to read back what a
             checkpoint replaced.
-        loop_budget: Model calls allowed.
+        loop_budget: Model calls allowed; ``-1`` (:data:`UNLIMITED`, as in
+            mellea) for no limit.
         model_options: Passed to the backend on every call.
-        on_event: Receives an :class:`~mellea_ctx.Event` for each step.
-        session: A session snapshot to write each finished turn to.
+        on_event: Receives an :class:`~mellea_ctx.Event` for each step,
+            ``turn_failed`` before an exception propagates.
+        session: A session snapshot to write each finished turn to; the
+            messages of ``ctx`` it does not store are request-only and are
+            never stored.
         tool_search: Deferred tools found through a ``tool_search`` tool
             (BM25); its catalog joins ``tools``.
 
@@ -234,7 +286,8 @@ def react(
         ran out), the final context, and the session snapshot.
 
     Raises:
-        InvalidArgumentError: For a bad goal, budget, tool or compactor.
+        InvalidArgumentError: For a bad goal, context, backend, budget, tool
+            or compactor.
         BackendError: When the backend fails (the turn is not committed).
         SessionConflictError: When another writer changed the session.
 

@@ -15,7 +15,7 @@ from .._core.tools import Tool, tool
 from .._formats.anthropic import tool_references_text
 from .bm25 import ToolHit
 
-__all__ = ["SEARCH_TOOL_NAME", "answer", "catalog_lines", "search_tool_template"]
+__all__ = ["SEARCH_TOOL_NAME", "answer", "catalog_lines", "guidelines", "search_tool_template"]
 
 #: The name the model calls the search by.
 SEARCH_TOOL_NAME = "tool_search"
@@ -31,14 +31,36 @@ def _snippet(description: str) -> str:
     return first
 
 
-def catalog_lines(deferred: Iterable[Tool], *, snippets: bool) -> list[str]:
-    """Return a ``- name`` line per tool, by name, with its first sentence if ``snippets``."""
+def guidelines(description: str) -> str:
+    """Return a description's guidelines: what follows its first sentence, whitespace folded.
+
+    Examples:
+        >>> guidelines("Read a file. Use it before editing; paths are relative.")
+        'Use it before editing; paths are relative.'
+        >>> guidelines("Read a file.")
+        ''
+    """
+    parts = re.split(r"(?<=[.!?])\s", description.strip(), maxsplit=1)
+    return " ".join(parts[1].split()) if len(parts) > 1 else ""
+
+
+def catalog_lines(
+    deferred: Iterable[Tool], *, snippets: bool, with_guidelines: bool = False
+) -> list[str]:
+    """Return a ``- name`` line per tool, by name, with its first sentence if ``snippets``.
+
+    With ``with_guidelines`` each line is followed by the tool's guidelines
+    (the rest of its description), indented, when it has any.
+    """
     lines = []
     for item in sorted(deferred, key=lambda t: t.name):
         if snippets:
             lines.append(f"- {item.name}: {_snippet(item.description)}")
         else:
             lines.append(f"- {item.name}")
+        extra = guidelines(item.description) if with_guidelines else ""
+        if extra:
+            lines.append(f"  {extra}")
     return lines
 
 

@@ -5,7 +5,7 @@ choosing among dozens of tools chooses worse. Mark the rarely needed ones
 ``deferred`` (``@tool(deferred=True)``) and :class:`ToolSearch` keeps them out
 of requests: the model gets one ``tool_search`` tool instead, searches the
 deferred tools' names, descriptions and arguments with BM25 (through the
-``bm25s`` package, ``pip install 'mellea-ctx[search]'``), and receives the
+``bm25s`` package, ``pip install '.[search]' in the clone``), and receives the
 definitions that match.
 
 :class:`DeliveredTools` remembers, per session, which definitions the model
@@ -70,11 +70,15 @@ class ToolSearch:
         catalog: Where the model learns which tools exist before it
             searches: ``"description"`` lists them in the search tool's
             description, ``"system"`` leaves that to :meth:`catalog_text`
-            (for your system prompt), ``"none"`` lists nothing. The list names
+            (for your system prompt; ``react`` puts it there itself), ``"none"``
+            lists nothing. The list names
             every deferred tool, delivered or not, so the request prefix stays
             the same from turn to turn and the prompt cache keeps hitting.
         catalog_snippets: Follow each listed name with the first sentence of
             its description.
+        catalog_guidelines: Follow each listed tool with its guidelines, the
+            rest of its description (when and how to use it), as zett's
+            option of that name does. Off by default: it lengthens the list.
         resend_after_compaction: :meth:`reset_after_compaction` clears the
             session's record, so definitions the compaction removed can be
             found again. ``False`` keeps suppressing them.
@@ -111,6 +115,7 @@ class ToolSearch:
         b: float = 0.75,
         catalog: CatalogPlacement = "description",
         catalog_snippets: bool = True,
+        catalog_guidelines: bool = False,
         resend_after_compaction: bool = True,
         store: MetaStore | None = None,
     ) -> None:
@@ -127,6 +132,7 @@ class ToolSearch:
             raise InvalidArgumentError(msg)
         for flag, value in (
             ("catalog_snippets", catalog_snippets),
+            ("catalog_guidelines", catalog_guidelines),
             ("resend_after_compaction", resend_after_compaction),
         ):
             if not isinstance(value, bool):
@@ -140,6 +146,7 @@ class ToolSearch:
             raise InvalidArgumentError(msg)
         self.catalog: CatalogPlacement = catalog
         self.catalog_snippets = catalog_snippets
+        self.catalog_guidelines = catalog_guidelines
         self.resend_after_compaction = resend_after_compaction
         self.store: MetaStore = store if store is not None else InMemoryMetaStore()
         self._tools = catalogue
@@ -228,13 +235,18 @@ class ToolSearch:
     # -- the search tool ----------------------------------------------------------------
 
     def _catalog_lines(self) -> list[str]:
-        return catalog_lines(self._deferred, snippets=self.catalog_snippets)
+        return catalog_lines(
+            self._deferred,
+            snippets=self.catalog_snippets,
+            with_guidelines=self.catalog_guidelines,
+        )
 
     def catalog_text(self) -> str:
         """Return the list of searchable tools for the system prompt, when ``catalog="system"``.
 
         Empty for the other placements and when nothing is deferred, so it can
-        be appended unconditionally.
+        be appended unconditionally. :func:`~mellea_ctx.react` adds it to each
+        request's system prompt by itself.
         """
         if self.catalog != "system" or not self._deferred:
             return ""

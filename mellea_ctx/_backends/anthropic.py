@@ -1,6 +1,6 @@
 """``AnthropicBackend``: the Messages API through the official ``anthropic`` SDK.
 
-The SDK is an optional dependency (``pip install 'mellea-ctx[anthropic]'``),
+The SDK is an optional dependency (``pip install '.[anthropic]' in the clone``),
 imported on first use.
 
 What the model sends is kept: ``thinking`` blocks (text and signature) and

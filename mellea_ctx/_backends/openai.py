@@ -2,7 +2,7 @@
 
 Works with OpenAI and with any server that speaks the same API: vLLM,
 Ollama's ``/v1``, llama.cpp's server, LM Studio. The SDK is an optional
-dependency (``pip install 'mellea-ctx[openai]'``), imported on first use.
+dependency (``pip install '.[openai]'`` in the clone), imported on first use.
 
 What the model sends is kept in the ``ModelOutputThunk``'s parts, in the
 order the format reader uses: the ``reasoning_content`` (or ``reasoning``)

@@ -127,7 +127,7 @@ class SDKBackend(abc.ABC):
         try:
             return importlib.import_module(cls.sdk_module)
         except ModuleNotFoundError as exc:
-            install = f"pip install 'mellea-ctx[{cls.extra}]'"
+            install = f"pip install '.[{cls.extra}]' in the mellea-ctx clone"
             msg = f"{cls.__name__} needs the {cls.sdk_module} SDK: {install}"
             raise InvalidArgumentError(msg) from exc
 

@@ -101,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = cli.main(
             args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False
         )
+    except click.UsageError as exc:
+        # One form for every error (click's own puts a blank line before "Error:").
+        command = exc.ctx.command_path if exc.ctx is not None else PROG
+        click.echo(f"{command}: error: {exc.format_message()}", err=True)
+        click.echo(f"Try '{command} --help' for help.", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

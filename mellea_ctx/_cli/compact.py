@@ -52,7 +52,29 @@ def _backend(name: str, model: str | None, base_url: str | None) -> Backend:
             return OpenAIBackend(chosen, base_url=base_url)
         return AnthropicBackend(chosen, base_url=base_url)
     except InvalidArgumentError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError(_command_line_advice(name, str(exc))) from exc
+
+
+#: The summary's cap with --summarize when --summary-tokens is not given.
+DEFAULT_SUMMARY_TOKENS: Final = 4_096
+
+#: The largest context windows in common use (GPT-4.1, Claude with its 1M option); a result
+#: above this fits no common model, so the command warns.
+LARGEST_COMMON_WINDOW: Final = 1_000_000
+
+#: The variable each backend reads its key from.
+KEY_VARIABLES: Final = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _command_line_advice(name: str, message: str) -> str:
+    """Say what to do on the command line, not in Python, for a backend that cannot start."""
+    if "API key" in message:
+        variable = KEY_VARIABLES[name]
+        local = " (or --base-url for a local server that needs none)" if name == "openai" else ""
+        return f"--backend {name} needs an API key: set {variable}{local}"
+    if "SDK" in message:
+        return f"--backend {name} needs the {name} SDK: pip install '.[{name}]' in the clone"
+    return message
 
 
 def _compactor(
@@ -64,19 +86,23 @@ def _compactor(
 ) -> Compactor:
     if strategy == "window":
         return WindowCompactor(size=options["window"], pin_predicate=pin)
+    summary_tokens = options["summary_tokens"]
     if strategy == "budget":
         return TokenBudgetCompactor(
             max_tokens=options["budget"],
             keep_recent_tokens=options["keep_recent"],
+            summary_tokens=summary_tokens,
             boundary=options["boundary"],
             default_backend=backend,
             pin_predicate=pin,
             on_record=records.append,
             strict=True,
         )
+    cap = DEFAULT_SUMMARY_TOKENS if summary_tokens is None else summary_tokens
     return LLMSummarizeCompactor(
         default_backend=backend,
         keep_n=options["keep"],
+        model_options={"max_tokens": cap},
         pin_predicate=pin,
         on_record=records.append,
         strict=True,
@@ -157,6 +183,14 @@ Examples:
     help="With --budget: recent dialogue kept verbatim, in whole steps [default: TOKENS/4].",
 )
 @click.option("--summarize", is_flag=True, help="Summarize all but the last --keep messages.")
+@tokens_option(
+    "--summary-tokens",
+    help=(
+        "The summary's length cap, sent as the model's max_tokens "
+        f"[default: {DEFAULT_SUMMARY_TOKENS:,} with --summarize; with --budget, "
+        "TOKENS/8 up to 4,096]."
+    ),
+)
 @count_option("--keep", default=6, help="With --summarize: recent messages kept verbatim.")
 @choice_option(
     "--boundary",
@@ -191,6 +225,7 @@ def compact(
     budget: int | None,
     keep_recent: int | None,
     summarize: bool,
+    summary_tokens: int | None,
     keep: int,
     boundary: Literal["model_step", "user_turn"],
     pin: str,
@@ -203,6 +238,8 @@ def compact(
     strategy = _strategy(window, budget, summarize)
     if keep_recent is not None and strategy != "budget":
         raise click.UsageError("--keep-recent goes with --budget")
+    if summary_tokens is not None and strategy == "window":
+        raise click.UsageError("--summary-tokens goes with --budget or --summarize")
     if backend != "offline" and strategy == "window":
         raise click.UsageError("--backend is for --budget and --summarize; --window calls no model")
     if budget is not None and keep_recent is not None and keep_recent > budget:
@@ -219,6 +256,7 @@ def compact(
         "keep_recent": keep_recent,
         "keep": keep,
         "boundary": boundary,
+        "summary_tokens": summary_tokens,
     }
     compactor = _compactor(strategy, options, PINS[pin], summarizer, records)
     try:
@@ -259,3 +297,13 @@ def compact(
             changes=changes,
         )
     )
+    where = output if output is not None and output != "-" else "stdout"
+    report.print(f"wrote {len(kept):,} messages to {where}", soft_wrap=True, highlight=False)
+    if compacted.token_count > LARGEST_COMMON_WINDOW:
+        report.print(
+            f"warning: the result is {compacted.token_count:,} tokens, more than the "
+            f"{LARGEST_COMMON_WINDOW:,} of the largest common context windows; compact it "
+            "further (a smaller --window, --budget or --keep, or --summary-tokens)",
+            soft_wrap=True,
+            highlight=False,
+        )

@@ -150,6 +150,8 @@ def simulate(turns: int, budget: int, *, seed: int = SEED) -> DemoRun:
 
 
 _BLOCKS: Final = " ▁▂▃▄▅▆▇█"
+#: Marks, under the chart, each column in which a compaction ran.
+_COMPACTED: Final = "▲"
 
 
 def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType:
@@ -191,6 +193,10 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
         text.append("\n")
     axis = " " * label + " └" + "─" * len(values)
     text.append(axis + "\n", style="dim")
+    # Compactions are marked by a sign too, not only by colour (a pipe or a log has none).
+    signs = "".join(_COMPACTED if flag else " " for flag in flags).rstrip()
+    if signs:
+        text.append(" " * (label + 2) + signs + "\n", style="yellow")
     last = f"step {n}"
     if len(values) >= len(last) + 8:
         ticks = " " * (label + 2) + "step 1".ljust(len(values) - len(last)) + last
@@ -199,7 +205,7 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
     text.append(ticks, style="dim")
     title = Text(
         f"context tokens after each model step (budget {run.budget:,}, red dashes; "
-        "yellow: a compaction ran)",
+        f"yellow, {_COMPACTED} below: a compaction ran)",
         style="bold",
     )
     return Group(title, text)
@@ -265,7 +271,7 @@ model steps, each a tool call and its result, on a context that compacts
 itself with a token budget (TokenBudgetCompactor, extractive summaries). The
 chart shows the context's token total after each step; the table compares it
 with the same session without compaction. --plot also writes the chart as an
-image (needs matplotlib: pip install 'mellea-ctx[plot]').
+image (needs matplotlib: pip install '.[plot]' in the clone).
 
 \b
 Examples:
@@ -303,7 +309,7 @@ def demo(turns: int, budget: int, plot: str | None) -> None:
         try:
             plotter = plot_png()
         except ImportError as exc:
-            msg = "--plot needs matplotlib: pip install 'mellea-ctx[plot]'"
+            msg = "--plot needs matplotlib: pip install '.[plot]' in the mellea-ctx clone"
             raise InputError(msg) from exc
     console = stdout()
     with progress(stderr(), f"Simulating {turns} model steps"):

@@ -109,7 +109,9 @@ def compact_report(
         details.add_row("removed", "nothing")
     if changes.added:
         if added and len(added) == len(changes.added):
-            details.add_row("added", f"{len(added)} checkpoint (a summary, sent as a user message)")
+            details.add_row(
+                "added", f"{len(added):,} checkpoint (a summary, sent as a user message)"
+            )
         else:
             details.add_row("added", changes.plural(len(changes.added)))
     if changes.changed:
@@ -122,8 +124,8 @@ def compact_report(
     if record is not None and record.outcome == "applied":
         details.add_row(
             "details preserved",
-            f"{len(record.facts_checked)} exact details (paths, ids, numbers, commands) "
-            f"checked; {len(record.facts_carried)} the summary lost, carried over verbatim",
+            f"{len(record.facts_checked):,} exact details (paths, ids, numbers, commands) "
+            f"checked; {len(record.facts_carried):,} the summary lost, carried over verbatim",
         )
     elif strategy == "window" and not changes.changed:
         details.add_row("details preserved", f"kept {unit} are unchanged; nothing is summarized")
@@ -156,14 +158,14 @@ def problems_table(
     units = f"{unit}s"
     if repaired is not None:
         title = (
-            f"{source}: repaired for {provider}: {len(located)} change"
+            f"{source}: repaired for {provider}: {len(located):,} change"
             f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} {units}"
         )
     elif not located:
         return Text(f"{source}: valid for {provider} ({count:,} {units})")
     else:
         title = (
-            f"{source}: {len(located)} problem{'' if len(located) == 1 else 's'} "
+            f"{source}: {len(located):,} problem{'' if len(located) == 1 else 's'} "
             f"for {provider} ({count:,} {units})"
         )
     if not located and unchanged:
@@ -274,7 +276,7 @@ def stats_report(
             validity.add_row(provider, "valid", "")
             continue
         index, text = found[0]
-        status = f"{len(found)} problem{'' if len(found) == 1 else 's'}"
+        status = f"{len(found):,} problem{'' if len(found) == 1 else 's'}"
         validity.add_row(provider, status, f"{locations[index]}: {text}")
 
     cuts = Table(title="where each strategy would cut", title_justify="left")

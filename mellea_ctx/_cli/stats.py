@@ -119,7 +119,7 @@ def _window_span(ctx: ChatContext, size: int, pin: PinPredicate) -> tuple[int, i
     from .._core.boundaries import window_cut
 
     p, k = window_cut(ctx.as_list(), size, pin, loose=True)
-    return p, k, "" if k > p else f"the body already fits in {size} messages"
+    return p, k, "" if k > p else f"the body already fits in {size:,} messages"
 
 
 def _budget_span(
@@ -141,4 +141,4 @@ def _summarize_span(
     ctx: ChatContext, keep: int, pin: PinPredicate, backend: Backend
 ) -> tuple[int, int, str]:
     p, k = LLMSummarizeCompactor(default_backend=backend, keep_n=keep, pin_predicate=pin).span(ctx)
-    return p, k, "" if k > p else f"nothing older than the last {keep} messages to summarize"
+    return p, k, "" if k > p else f"nothing older than the last {keep:,} messages to summarize"

@@ -7,6 +7,7 @@ and a spinner shows on stderr while a model works.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
@@ -19,6 +20,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "PIPE_WIDTH",
     "PROG",
     "Failure",
     "InputError",
@@ -49,12 +51,24 @@ class Failure(InputError):
     exit_code = EXIT_FAILED
 
 
+#: The width of a report written to a file or a pipe, where no terminal sets one and rich
+#: would cut every row at 80 columns; ``COLUMNS`` still wins when it is set.
+PIPE_WIDTH: Final = 160
+
+
+def _console(*, to_stderr: bool) -> Console:
+    console = Console(stderr=to_stderr, highlight=False)
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    return Console(stderr=to_stderr, highlight=False, width=PIPE_WIDTH)
+
+
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return _console(to_stderr=True)
 
 
 def stdout() -> Console:
-    return Console(highlight=False)
+    return _console(to_stderr=False)
 
 
 @contextmanager

@@ -52,7 +52,7 @@ def load(
                 count = len(transcript.components)
                 note.print(
                     f"{PROG}: no FILE given; reading {_SAMPLE_NAME} "
-                    f"(tau-bench airline, {count} messages)",
+                    f"(tau-bench airline, {count:,} messages)",
                     soft_wrap=True,
                 )
             return transcript, _SAMPLE_NAME
@@ -71,7 +71,13 @@ def load(
             reason = exc.strerror or str(exc)
             raise InputError(f"cannot read {file}: {reason}") from exc
     except InvalidContextError as exc:
-        raise InputError(str(exc)) from exc
+        message = str(exc)
+        if "set_int_max_str_digits" in message:  # Python-API advice; say it for the file
+            message = (
+                f"{file or _SAMPLE_NAME}: a number in the file has more digits than Python's "
+                "JSON reader accepts (4300); shorten it or write it as a string"
+            )
+        raise InputError(message) from exc
 
 
 def _first_problem(problems: list[tuple[int, str]], transcript: _Transcript, source: str) -> str:

@@ -15,6 +15,8 @@ kind                      when
 ``compaction_skipped``    there was nothing worth compacting
 ``compaction_failed``     the backend or the summary failed; context unchanged
 ``session_committed``     a turn was written to the session store
+``turn_failed``           the turn raised (``error`` says what); sent before
+                          the exception propagates, nothing was committed
 ========================  ====================================================
 """
 
@@ -38,6 +40,7 @@ EventKind = Literal[
     "compaction_skipped",
     "compaction_failed",
     "session_committed",
+    "turn_failed",
 ]
 
 
@@ -49,7 +52,7 @@ class Event:
         kind: What happened (see the table in this module).
         turn: The loop's turn number, from 1.
         tool: The tool's name, for ``tool_called``.
-        error: What went wrong, for a failed tool or compaction.
+        error: What went wrong, for a failed tool, compaction or turn.
         record: The compaction's record, for ``compaction_*`` events a
             summarizing compactor reported.
         tokens: The context's token total when the event was emitted.

@@ -107,7 +107,7 @@ def _import_redis() -> Any:
     except ImportError as exc:
         msg = (
             "RedisStore needs the redis package (redis-py), which is not installed; "
-            "install it with: pip install 'mellea-ctx[redis]'"
+            "install it with: pip install '.[redis]' in the mellea-ctx clone"
         )
         raise ImportError(msg) from exc
     return redis
@@ -154,7 +154,7 @@ class RedisStore:
             decoded responses both work). The store does not close it.
 
     Raises:
-        ImportError: When redis-py is not installed (``pip install 'mellea-ctx[redis]'``).
+        ImportError: When redis-py is not installed (``pip install '.[redis]' in the clone``).
         InvalidArgumentError: For a URL redis-py cannot read, or a prefix that
             is not a str.
 

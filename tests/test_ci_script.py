@@ -1,0 +1,50 @@
+""".ci/run installs what it needs of the machine when it is missing (with apt-get)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PREREQUISITES = ROOT / ".ci" / "prerequisites"
+
+
+def run_with(tmp_path: Path, *present: str) -> tuple[int, list[str]]:
+    """Run the prerequisites step on a PATH holding only ``present`` and a recording apt-get."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "apt.log"
+    fake = bin_dir / "apt-get"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    for name in present:
+        tool = bin_dir / name
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+    bash = shutil.which("bash")
+    assert bash is not None
+    env = {**os.environ, "PATH": str(bin_dir)}
+    done = subprocess.run([bash, str(PREREQUISITES)], env=env, capture_output=True, text=True)
+    return done.returncode, log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the CI script is bash")
+class TestPrerequisites:
+    def test_run_calls_the_step(self) -> None:
+        assert ".ci/prerequisites" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+    def test_installs_the_compiler_and_redis_when_missing(self, tmp_path: Path) -> None:
+        code, calls = run_with(tmp_path)
+        assert code == 0
+        assert calls[0] == "update -qq"
+        assert calls[1].split()[-2:] == ["build-essential", "redis-server"]
+
+    def test_installs_nothing_when_all_is_there(self, tmp_path: Path) -> None:
+        code, calls = run_with(tmp_path, "cc", "c++", "redis-server")
+        assert (code, calls) == (0, [])
