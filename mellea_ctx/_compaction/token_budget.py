@@ -20,6 +20,7 @@ from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, InlineCompactor
 from .._core.tokens import count_all, count_memoized
 from .backoff import backed_off, validate_backoff
+from .budget import Window, resolve_budget
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
 
@@ -74,6 +75,9 @@ class TokenBudgetCompactor(InlineCompactor):
             again, doubling with each consecutive failure up to 16 times
             (see ``ChatContext.compaction_backoff``); ``0`` tries on every
             add. ``compact`` / ``acompact`` calls of your own always try.
+        window: The model's context window (tokens, or a model name known to
+            :func:`~mellea_ctx.context_window`): with it, ``max_tokens`` and
+            ``target_tokens`` may be fractions (``0.8``: 80% of the window).
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
@@ -87,9 +91,9 @@ class TokenBudgetCompactor(InlineCompactor):
     def __init__(
         self,
         *,
-        max_tokens: int,
+        max_tokens: float,
         keep_recent_tokens: int | None = None,
-        target_tokens: int | None = None,
+        target_tokens: float | None = None,
         summary_tokens: int | None = None,
         boundary: Literal["user_turn", "model_step"] = "user_turn",
         default_backend: Backend | None = None,
@@ -103,11 +107,17 @@ class TokenBudgetCompactor(InlineCompactor):
         keep_replaced: bool = True,
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
+        window: Window = None,
     ) -> None:
         owner = "TokenBudgetCompactor"
+        if isinstance(max_tokens, float) or isinstance(target_tokens, float):
+            max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
+            if target_tokens is not None:
+                target_tokens = resolve_budget(owner, "target_tokens", target_tokens, window)
         _positive(owner, "max_tokens", max_tokens)
         target = max_tokens if target_tokens is None else target_tokens
         _positive(owner, "target_tokens", target)
+        assert isinstance(max_tokens, int) and isinstance(target, int)
         if target > max_tokens:
             msg = (
                 f"{owner}: target_tokens={target!r} is above max_tokens={max_tokens!r}; "

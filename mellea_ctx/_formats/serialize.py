@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._core.checkpoint import Checkpoint
+from .._core.cleared import ClearedToolResult
 from .._core.components import (
     CBlock,
     Component,
@@ -62,7 +63,8 @@ def component_to_record(component: Component) -> dict[str, Any]:
         if component.name is not None:
             record["name"] = component.name
         return record
-    if type(component) is ToolMessage:
+    if type(component) is ToolMessage or type(component) is ClearedToolResult:
+        # A cleared result is stored as the placeholder it reads as (its handles stay in memory).
         record = {
             "kind": "tool",
             "content": component.content,
