@@ -405,3 +405,29 @@ class TestWindows:
         """A non-string model is refused."""
         with pytest.raises(InvalidArgumentError, match="model=3 must be a model name"):
             context_window(3)  # type: ignore[arg-type]
+
+
+class TestToolDefinitions:
+    """``count_tool_definitions`` prices the definitions as each provider frames them."""
+
+    def test_framings(self):
+        """None cost nothing; Anthropic adds its tool-use system prompt; OpenAI its framing."""
+        from mellea_ctx import tool
+        from mellea_ctx._core.tool_tokens import count_tool_definitions
+
+        @tool
+        def grep(pattern: str, path: str = ".") -> str:
+            """Search files.
+
+            Args:
+                pattern: What to look for.
+                path: Where.
+            """
+            return ""
+
+        assert 0 == count_tool_definitions([], "anthropic")
+        one, two = count_tool_definitions([grep]), count_tool_definitions([grep, grep])
+        assert two - one == one - 12  # 12 per request, the rest per function
+        assert count_tool_definitions([grep], "anthropic") > 346
+        with pytest.raises(InvalidArgumentError, match="framing='gemini' must be"):
+            count_tool_definitions([grep], "gemini")  # type: ignore[arg-type]

@@ -15,6 +15,12 @@ its own context:
 * ``recall(checkpoint=-1, start=0, count=10)``: read back, verbatim, messages
   a checkpoint replaced.
 
+The tool definitions each request carries count against the compactor's
+budget (:data:`~mellea_ctx._core.tool_tokens.request_overhead`). When the
+provider still answers that the request is longer than its window, the loop
+compacts once, forced, and retries once (``overflow``); if that cannot help
+it raises :class:`~mellea_ctx.ContextOverflowError`, never loops.
+
 With a session (``SessionMemory.open(...)``), every finished turn is written
 to the store in one atomic write: the first one together with the goal, and
 one after a compaction as a ``replace`` of the compacted dialogue. A turn that
@@ -41,14 +47,16 @@ from typing import Any
 from .._backends.bridge import run_blocking
 from .._compaction.events import EventHook
 from .._compaction.records import record_sink
-from .._core.components import ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
+from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.protocols import Backend, Compactor
+from .._core.tool_tokens import request_overhead
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
 from .loop_state import Loop, commit, dialogue_of
+from .overflow import generate, tool_overhead
 from .result import ReactResult, SessionLike
 from .tool_search import ToolSearch
 
@@ -69,6 +77,17 @@ async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, 
     except Exception as exc:  # a tool's failure is a result for the model, not a crash
         error = f"{type(exc).__name__}: {exc}"
         return f"error: {error}", error
+
+
+def _checked(loop: Loop) -> list[Component]:
+    """The messages to send for ``loop``'s context, refused if they break tool-call rules."""
+    assert loop.ctx is not None
+    messages = loop.ctx.view_for_generation()
+    problems = validate_openai(messages)
+    if problems:
+        msg = f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
+        raise InvalidContextError(msg)
+    return messages
 
 
 def _validate(
@@ -153,25 +172,30 @@ async def areact(
                 if forced:
                     loop.emit("compaction_started")
                 before = loop.ctx
-                loop.ctx = await run_compactor(
-                    compactor, before, compaction_backend, force=forced, focus=loop.focus
-                )
+                # The tool definitions about to be sent count against the budget.
+                overhead = request_overhead.set(tool_overhead(backend, offered()))
+                try:
+                    loop.ctx = await run_compactor(
+                        compactor, before, compaction_backend, force=forced, focus=loop.focus
+                    )
+                finally:
+                    request_overhead.reset(overhead)
                 loop.compact_requested, loop.focus = False, ""
                 # The compacted dialogue is stored with this turn, when it finishes.
                 if loop.ctx is not before and tool_search is not None and delivered is not None:
                     tool_search.reset_after_compaction(delivered)
             loop.emit("turn_started")
-            messages = loop.ctx.view_for_generation()
-            problems = validate_openai(messages)
-            if problems:
-                msg = (
-                    f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
-                )
-                raise InvalidContextError(msg)
-            tools_now = offered()
-            output = await backend.generate(
-                messages, model_options=model_options, tools=tools_now or None
+            sent = loop.ctx
+            output = await generate(
+                loop,
+                compactor,
+                compaction_backend,
+                lambda: _checked(loop),
+                offered(),
+                model_options,
             )
+            if loop.ctx is not sent and tool_search is not None and delivered is not None:
+                tool_search.reset_after_compaction(delivered)  # overflow recovery compacted
             if not isinstance(output, ModelOutputThunk):
                 msg = f"react: the backend returned {output!r}, not a ModelOutputThunk"
                 raise InvalidContextError(msg)
@@ -235,6 +259,9 @@ def react(
 
     Raises:
         InvalidArgumentError: For a bad goal, budget, tool or compactor.
+        ContextOverflowError: When the provider says the request is longer
+            than its window and one forced compaction and one retry did not
+            help (or there is no compactor); the message gives both sizes.
         BackendError: When the backend fails (the turn is not committed).
         SessionConflictError: When another writer changed the session.
 

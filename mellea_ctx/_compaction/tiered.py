@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.exceptions import InvalidArgumentError
 from .._core.protocols import Compactor, InlineCompactor
+from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 from .records import CompactionRecord, RecordHook, emit_record
 from .token_budget import TokenBudgetCompactor
@@ -47,7 +48,10 @@ class TieredCompactor(InlineCompactor):
     ``force=True``, a :class:`~mellea_ctx.ThresholdCompactor` is looked
     through), and the first result at or under ``target_tokens`` is kept.
     When none gets there, the last result is kept and reported
-    ``over_target=True``. Put the summary last.
+    ``over_target=True``. Put the summary last. Forced (``react`` after the
+    provider said the request is too long, or the model's
+    ``compact_context``), a context already under the target still goes on
+    to the first tier that changes it.
 
     Budgets are token counts, or fractions of a model's window: with
     ``window="gpt-4o"`` (or a token count), ``max_tokens=0.8`` compacts at
@@ -124,8 +128,9 @@ class TieredCompactor(InlineCompactor):
         self.on_record = on_record
 
     def size(self, ctx: ChatContext) -> int:
-        """Return what a request with ``ctx`` costs: its tokens plus ``reserve_tokens``."""
-        return ctx.token_count + self.reserve_tokens
+        """Return what a request with ``ctx`` costs: its tokens, ``reserve_tokens``, and the
+        tool definitions ``react`` is about to send (:data:`request_overhead`)."""
+        return ctx.token_count + self.reserve_tokens + request_overhead.get()
 
     def due(self, ctx: ChatContext) -> bool:
         """Return whether ``ctx`` is past the trigger."""
@@ -149,7 +154,7 @@ class TieredCompactor(InlineCompactor):
                 result = chosen.compact(current, backend=backend)
             if result is not current:
                 current, kept = result, index
-            if self.size(current) <= self.target_tokens:
+            if self.size(current) <= self.target_tokens and (kept is not None or not force):
                 break
         return self._settle(ctx, current, kept)
 
@@ -171,7 +176,7 @@ class TieredCompactor(InlineCompactor):
                 result = chosen.compact(current, backend=backend)
             if result is not current:
                 current, kept = result, index
-            if self.size(current) <= self.target_tokens:
+            if self.size(current) <= self.target_tokens and (kept is not None or not force):
                 break
         return self._settle(ctx, current, kept)
 

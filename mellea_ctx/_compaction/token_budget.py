@@ -19,6 +19,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, InlineCompactor
 from .._core.tokens import count_all, count_memoized
+from .._core.tool_tokens import request_overhead
 from .backoff import backed_off, validate_backoff
 from .budget import Window, resolve_budget
 from .engine import Engine, make_settings, validate_settings
@@ -191,7 +192,7 @@ class TokenBudgetCompactor(InlineCompactor):
         # The kept tail shrinks turn by turn: subtract each folded turn from its
         # total instead of recounting the tail (that was O(turns x history)).
         prefix_tokens = count_all(counter, items[:p])
-        fixed = prefix_tokens + self.summary_tokens
+        fixed = prefix_tokens + self.summary_tokens + request_overhead.get()
         tail = count_all(counter, items[k:])
         for start in starts:
             if start <= k:
@@ -211,8 +212,8 @@ class TokenBudgetCompactor(InlineCompactor):
         return p, k, ""
 
     def due(self, ctx: ChatContext) -> bool:
-        """Return whether ``ctx`` is past the trigger."""
-        return ctx.token_count > self.max_tokens
+        """Return whether ``ctx`` is past the trigger (tool definitions being sent included)."""
+        return ctx.token_count + request_overhead.get() > self.max_tokens
 
     async def acompact(
         self,

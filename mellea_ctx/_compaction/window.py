@@ -21,6 +21,7 @@ from .._core.boundaries import prefix_end, window_cut
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
 from .._core.protocols import Compactor, InlineCompactor
+from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
@@ -214,6 +215,7 @@ class ThresholdCompactor(InlineCompactor):
         if self.measure == "usage":
             reading = ctx.last_usage_tokens
             return reading is not None and reading > threshold
+        threshold -= request_overhead.get()  # tool definitions being sent (react sets it)
         # Under the threshold by a cheap upper bound: under it exactly, with no encode.
         if ctx._token_bound() <= threshold:
             return False
