@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
+from .cache_control import BREAKPOINTS, place_breakpoints, validate_breakpoints
 from .sdk import SDKBackend, sdk_arguments
 
 __all__ = ["AnthropicBackend"]
@@ -38,9 +39,15 @@ class AnthropicBackend(SDKBackend):
         timeout: Seconds the SDK waits for one response.
         max_retries: The SDK's own retries.
         model_options: Defaults for every request (``temperature``...).
+        cache_breakpoints: Where to mark ``cache_control`` so the prompt
+            cache serves repeated prefixes: ``"tools"``, ``"system"`` and
+            ``"history"`` (the end of the history; see
+            :mod:`mellea_ctx._backends.cache_control`). All three by
+            default; ``()`` sends none.
 
     Raises:
-        InvalidArgumentError: When the SDK is missing or no key is given.
+        InvalidArgumentError: When the SDK is missing, no key is given, or a
+            breakpoint place is unknown.
     """
 
     provider = "Anthropic"
@@ -58,7 +65,9 @@ class AnthropicBackend(SDKBackend):
         timeout: float = 60.0,
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
+        cache_breakpoints: Collection[str] = BREAKPOINTS,
     ) -> None:
+        self.cache_breakpoints = validate_breakpoints("AnthropicBackend", cache_breakpoints)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key is None:
             msg = "AnthropicBackend needs an API key: pass api_key=... or set ANTHROPIC_API_KEY"
@@ -83,9 +92,13 @@ class AnthropicBackend(SDKBackend):
         tools: Sequence[Tool],
     ) -> Any:
         """Make one Messages API request, the system prompt sent apart."""
-        if tools:
-            options["tools"] = [definition.to_anthropic() for definition in tools]
-        system, payload = to_anthropic(messages)
+        text, history = to_anthropic(messages)
+        definitions = [definition.to_anthropic() for definition in tools]
+        system, payload, definitions = place_breakpoints(
+            self.cache_breakpoints, text, history, definitions
+        )
+        if definitions:
+            options["tools"] = definitions
         if system is not None:
             options["system"] = system
         async with sdk.AsyncAnthropic(
@@ -126,6 +139,8 @@ def _parse(response: Any) -> ModelOutputThunk:
         usage = Usage(
             prompt_tokens=(response.usage.input_tokens or 0) + read + written,
             completion_tokens=response.usage.output_tokens or 0,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
     value = "\n\n".join(texts) if texts else None
     return ModelOutputThunk(value, tool_calls=calls, usage=usage)

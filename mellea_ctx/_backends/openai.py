@@ -129,5 +129,13 @@ def _parse(response: Any) -> ModelOutputThunk:
             prompt_tokens=response.usage.prompt_tokens or 0,
             completion_tokens=response.usage.completion_tokens or 0,
             total_tokens=response.usage.total_tokens or 0,
+            cache_read_tokens=_cached(response.usage),
         )
     return ModelOutputThunk(message.content, tool_calls=calls, usage=usage)
+
+
+def _cached(usage: Any) -> int | None:
+    """The prompt tokens served from the cache (``prompt_tokens_details.cached_tokens``)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    return cached if isinstance(cached, int) and not isinstance(cached, bool) else None
