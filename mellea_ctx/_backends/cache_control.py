@@ -97,8 +97,6 @@ def place_breakpoints(
             )
         elif isinstance(content, list):
             blocks = _marked_last(content)
-        else:
-            blocks = None
         if blocks is not None:
             sent[-1] = {**last, "content": blocks}
     return sent_system, sent, sent_tools
