@@ -26,6 +26,7 @@ from ._compaction.prompts import (
 )
 from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
 from ._compaction.summarize import LLMSummarizeCompactor
+from ._compaction.superseded import SupersededReadsCompactor
 from ._compaction.tiered import TieredCompactor
 from ._compaction.token_budget import TokenBudgetCompactor
 from ._compaction.window import ThresholdCompactor, WindowCompactor
@@ -165,6 +166,7 @@ __all__ = [
     "SessionStoreError",
     "StoredSession",
     "SummaryToolCallError",
+    "SupersededReadsCompactor",
     "ThresholdCompactor",
     "TieredCompactor",
     "TiktokenCounter",

@@ -8,6 +8,7 @@ called by hand.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from mellea_ctx import (
     Component,
     InvalidArgumentError,
     Message,
+    SupersededReadsCompactor,
     ThresholdCompactor,
     TieredCompactor,
     TokenBudgetCompactor,
@@ -50,17 +52,26 @@ clear_compactors = st.builds(
 )
 
 
+# The strategies' calls read "a.py" (read_file) and list "." (ls): both repeat.
+superseded_compactors = st.builds(
+    SupersededReadsCompactor,
+    reads=st.sampled_from([{"read_file": "path"}, {"read_file": "path", "ls": "path"}]),
+    min_clear_tokens=st.sampled_from([0, 1, 60, 400]),
+    pin_predicate=pins,
+)
+
+
 @st.composite
 def tiered_compactors(draw: Any) -> TieredCompactor:
     max_tokens = draw(st.integers(1, 2_000))
     target = draw(st.integers(1, max_tokens))
-    tiers: list[Any] = [draw(clear_compactors)]
+    tiers: list[Any] = [draw(st.one_of(clear_compactors, superseded_compactors))]
     if draw(st.booleans()):
         tiers.append(WindowCompactor(size=draw(sizes), pin_predicate=draw(pins)))
     return TieredCompactor(tiers, max_tokens=max_tokens, target_tokens=target)
 
 
-new_compactors = st.one_of(clear_compactors, tiered_compactors())
+new_compactors = st.one_of(clear_compactors, superseded_compactors, tiered_compactors())
 
 
 def _uncleared(items: list[Component]) -> list[Component]:
@@ -82,7 +93,7 @@ def _check_step(source: ChatContext, result: ChatContext, compactor: Any) -> Non
             assert component.original.tool_call_id == component.tool_call_id
     remaining = iter(_uncleared(before))
     assert all(any(kept is c for c in remaining) for kept in _uncleared(after))
-    if isinstance(compactor, ClearToolResultsCompactor):
+    if isinstance(compactor, (ClearToolResultsCompactor, SupersededReadsCompactor)):
         assert len(before) == len(after)
         assert _uncleared(before) == _uncleared(after)
         assert all(a is b for a, b in zip(_uncleared(before), _uncleared(after), strict=True))
@@ -431,3 +442,53 @@ class TestToolDefinitions:
         assert count_tool_definitions([grep], "anthropic") > 346
         with pytest.raises(InvalidArgumentError, match="framing='gemini' must be"):
             count_tool_definitions([grep], "gemini")  # type: ignore[arg-type]
+
+
+def _reads(paths: list[str], *, errors: frozenset[int] = frozenset()) -> ChatContext:
+    ctx = ChatContext().add(Message("user", "Fix it."))
+    for i, path in enumerate(paths):
+        call = ToolCall(f"r{i}", "read_file", json.dumps({"path": path}))
+        ctx = ctx.add(Message("assistant", "", tool_calls=[call]))
+        ctx = ctx.add(
+            ToolMessage(BIG, tool_call_id=f"r{i}", name="read_file", is_error=i in errors)
+        )
+    return ctx
+
+
+class TestSupersededReads:
+    """Older reads of a file read again are cleared; the newest stays."""
+
+    def test_keeps_the_newest_read_of_each_file(self):
+        """Of a.py read three times and b.py once, only the first two a.py reads go."""
+        ctx = _reads(["a.py", "b.py", "a.py", "a.py"])
+        result = SupersededReadsCompactor(min_clear_tokens=0).compact(ctx)
+        tools = [c for c in result if c.role == "tool"]
+
+        assert [True, False, True, False] == [isinstance(c, ClearedToolResult) for c in tools]
+        assert "'a.py' was read again later (call r3)" in tools[0].content
+        assert all(c.restore() is ctx for c in tools if isinstance(c, ClearedToolResult))
+
+    def test_a_failed_read_supersedes_nothing(self):
+        """When the newer read failed, the older one is still the file's content."""
+        ctx = _reads(["a.py", "a.py"], errors=frozenset({1}))
+
+        assert ctx is SupersededReadsCompactor(min_clear_tokens=0).compact(ctx)
+
+    def test_waits_until_worth_it(self):
+        """Under ``min_clear_tokens`` the very same context comes back."""
+        ctx = _reads(["a.py", "a.py"])
+
+        assert ctx is SupersededReadsCompactor(min_clear_tokens=10**6).compact(ctx)
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"reads": {"read_file": 1}}, "must map tool names"),
+            ({"min_clear_tokens": -1}, "min_clear_tokens=-1"),
+            ({"pin_predicate": None}, "pin_predicate=None is not callable"),
+        ],
+    )
+    def test_invalid_arguments(self, kwargs, match):
+        """Bad settings are refused at construction, naming the argument."""
+        with pytest.raises(InvalidArgumentError, match=match):
+            SupersededReadsCompactor(**kwargs)

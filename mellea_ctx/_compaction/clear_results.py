@@ -15,6 +15,7 @@ all eligible results at once (rather than one per turn).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from .._core.context import ChatContext
     from .._core.protocols import Backend
 
-__all__ = ["ClearToolResultsCompactor", "open_exchange_start"]
+__all__ = ["ClearToolResultsCompactor", "apply_clearing", "open_exchange_start"]
 
 
 def open_exchange_start(items: list[Component]) -> int:
@@ -145,52 +146,77 @@ class ClearToolResultsCompactor(InlineCompactor):
 
         Returns a new context; ``ctx`` is not modified. ``backend`` is unused.
         """
-        indices = self.clearable(ctx)
-        if not indices:
-            return ctx
-        items = ctx.as_list()
-        counter = ctx.counter
-        swaps: dict[int, Component] = {}
-        saved = 0
-        for index in indices:
-            original = items[index]
-            assert isinstance(original, ToolMessage)
-            size = count_memoized(counter, original)
-            placeholder = ClearedToolResult.of(original, tokens=size, replaced=ctx)
-            gain = size - count_memoized(counter, placeholder)
-            if gain > 0:
-                swaps[index] = placeholder
-                saved += gain
-        if not swaps or saved < max(self.min_clear_tokens, 1):
-            if swaps:
-                self._record(ctx, ctx, "skipped", _not_worth(saved, self.min_clear_tokens))
-            return ctx
-        lo, hi = min(swaps), max(swaps) + 1
-        result = ctx._replace(lo, hi, [swaps.get(i, items[i]) for i in range(lo, hi)])
-        self._record(ctx, result, "applied", "", removed=len(swaps))
-        return result
-
-    def _record(
-        self,
-        before: ChatContext,
-        after: ChatContext,
-        outcome: Outcome,
-        reason: str,
-        removed: int = 0,
-    ) -> None:
-        if self.on_record is None and record_sink.get() is None:
-            return
-        record = CompactionRecord(
+        return apply_clearing(
+            ctx,
+            {index: None for index in self.clearable(ctx)},
+            min_tokens=self.min_clear_tokens,
             strategy="ClearToolResultsCompactor",
-            outcome=outcome,
-            reason=reason,
-            components_before=len(before),
-            components_after=len(after),
-            tokens_before=before.token_count,
-            tokens_after=after.token_count,
-            removed=removed,
+            on_record=self.on_record,
         )
-        emit_record(record, self.on_record)
+
+
+def apply_clearing(
+    ctx: ChatContext,
+    notes: Mapping[int, str | None],
+    *,
+    min_tokens: int,
+    strategy: str,
+    on_record: RecordHook | None,
+) -> ChatContext:
+    """Return ``ctx`` with the tool results at ``notes``' indices cleared, if worth it.
+
+    Each becomes a :class:`~mellea_ctx.ClearedToolResult` (with its note) when
+    that makes it smaller; if the savings together are under ``min_tokens``
+    (or nothing), ``ctx`` itself comes back. Returns a new context; ``ctx`` is
+    not modified.
+    """
+    if not notes:
+        return ctx
+    items = ctx.as_list()
+    counter = ctx.counter
+    swaps: dict[int, Component] = {}
+    saved = 0
+    for index, note in notes.items():
+        original = items[index]
+        assert isinstance(original, ToolMessage)
+        size = count_memoized(counter, original)
+        placeholder = ClearedToolResult.of(original, tokens=size, replaced=ctx, note=note)
+        gain = size - count_memoized(counter, placeholder)
+        if gain > 0:
+            swaps[index] = placeholder
+            saved += gain
+    if not swaps or saved < max(min_tokens, 1):
+        if swaps:
+            _record(strategy, on_record, ctx, ctx, "skipped", _not_worth(saved, min_tokens))
+        return ctx
+    lo, hi = min(swaps), max(swaps) + 1
+    result = ctx._replace(lo, hi, [swaps.get(i, items[i]) for i in range(lo, hi)])
+    _record(strategy, on_record, ctx, result, "applied", "", removed=len(swaps))
+    return result
+
+
+def _record(
+    strategy: str,
+    hook: RecordHook | None,
+    before: ChatContext,
+    after: ChatContext,
+    outcome: Outcome,
+    reason: str,
+    removed: int = 0,
+) -> None:
+    if hook is None and record_sink.get() is None:
+        return
+    record = CompactionRecord(
+        strategy=strategy,
+        outcome=outcome,
+        reason=reason,
+        components_before=len(before),
+        components_after=len(after),
+        tokens_before=before.token_count,
+        tokens_after=after.token_count,
+        removed=removed,
+    )
+    emit_record(record, hook)
 
 
 def _not_worth(saved: int, minimum: int) -> str:

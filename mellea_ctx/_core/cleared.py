@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ClearedToolResult", "cleared_text"]
 
 
-def cleared_text(original: ToolMessage, tokens: int) -> str:
+def cleared_text(original: ToolMessage, tokens: int, note: str | None = None) -> str:
     """Return the placeholder text that stands for ``original``, ``tokens`` long.
 
     Examples:
@@ -42,7 +42,8 @@ def cleared_text(original: ToolMessage, tokens: int) -> str:
     return (
         f"[Tool result cleared: {name} (call {original.tool_call_id}), {tokens} tokens "
         f"({len(original.content)} characters) removed to save context. "
-        "Call the tool again if you need it.]"
+        + (note or "Call the tool again if you need it.")
+        + "]"
     )
 
 
@@ -97,7 +98,12 @@ class ClearedToolResult(ToolMessage):
 
     @classmethod
     def of(
-        cls, original: ToolMessage, *, tokens: int, replaced: ChatContext | None = None
+        cls,
+        original: ToolMessage,
+        *,
+        tokens: int,
+        replaced: ChatContext | None = None,
+        note: str | None = None,
     ) -> ClearedToolResult:
         """Return the placeholder for ``original``, which is ``tokens`` long.
 
@@ -105,12 +111,14 @@ class ClearedToolResult(ToolMessage):
             original: The tool result to stand for.
             tokens: Its size in tokens (named in the placeholder).
             replaced: The context the clearing is applied to.
+            note: The placeholder's last sentence (default: call the tool
+                again if you need it).
 
         Raises:
             InvalidArgumentError: When ``original`` is not a plain tool result.
         """
         return cls(
-            cleared_text(original, tokens),
+            cleared_text(original, tokens, note),
             tool_call_id=original.tool_call_id,
             name=original.name,
             is_error=original.is_error,
