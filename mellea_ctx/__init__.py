@@ -15,6 +15,8 @@ from ._backends.bridge import run_blocking
 from ._backends.extractive import ExtractiveBackend
 from ._backends.openai import OpenAIBackend
 from ._backends.scripted import ScriptedBackend, ScriptedReply
+from ._backends.windows import context_window, output_limit
+from ._compaction.clear_results import ClearToolResultsCompactor
 from ._compaction.events import Event, EventHook, EventKind
 from ._compaction.prompts import (
     DEFAULT_PROMPT_TEMPLATE,
@@ -24,9 +26,12 @@ from ._compaction.prompts import (
 )
 from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
 from ._compaction.summarize import LLMSummarizeCompactor
+from ._compaction.superseded import SupersededReadsCompactor
+from ._compaction.tiered import TieredCompactor
 from ._compaction.token_budget import TokenBudgetCompactor
 from ._compaction.window import ThresholdCompactor, WindowCompactor
 from ._core.checkpoint import CHECKPOINT_HEADER, Checkpoint
+from ._core.cleared import ClearedToolResult
 from ._core.components import (
     CBlock,
     Component,
@@ -45,6 +50,7 @@ from ._core.exceptions import (
     BackendTimeoutError,
     CompactionError,
     CompactionTimeoutError,
+    ContextOverflowError,
     EmptySummaryError,
     InvalidArgumentError,
     InvalidComponentError,
@@ -121,12 +127,15 @@ __all__ = [
     "CBlock",
     "ChatContext",
     "Checkpoint",
+    "ClearToolResultsCompactor",
+    "ClearedToolResult",
     "CompactionError",
     "CompactionRecord",
     "CompactionTimeoutError",
     "CompactionWarning",
     "Compactor",
     "Component",
+    "ContextOverflowError",
     "DeliveredTools",
     "DocumentPart",
     "EmptySummaryError",
@@ -179,9 +188,11 @@ __all__ = [
     "SpanTooLargeError",
     "StoredSession",
     "SummaryToolCallError",
+    "SupersededReadsCompactor",
     "TextPart",
     "ThinkingPart",
     "ThresholdCompactor",
+    "TieredCompactor",
     "TiktokenCounter",
     "TokenBudgetCompactor",
     "TokenCounter",
@@ -199,6 +210,7 @@ __all__ = [
     "component_to_record",
     "components_from_json",
     "components_to_json",
+    "context_window",
     "default_counter",
     "dump_anthropic",
     "dump_conversation",
@@ -208,6 +220,7 @@ __all__ = [
     "load_anthropic",
     "load_conversation",
     "missing_facts",
+    "output_limit",
     "pin_nothing",
     "pin_react_initiator",
     "pin_system",

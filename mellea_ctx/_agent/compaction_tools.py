@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .._compaction.prompts import render_conversation
 from .._compaction.summarize import LLMSummarizeCompactor
+from .._compaction.tiered import TieredCompactor
 from .._compaction.token_budget import TokenBudgetCompactor
 from .._compaction.window import ThresholdCompactor
 from .._core.checkpoint import Checkpoint
@@ -95,6 +96,9 @@ def own_backend(compactor: object) -> Backend | None:
     """The backend a compactor was built with, if any (looking through a threshold gate)."""
     if isinstance(compactor, ThresholdCompactor):
         return own_backend(compactor.inner)
+    if isinstance(compactor, TieredCompactor):
+        found = [own_backend(tier) for tier in compactor.tiers]
+        return next((b for b in found if b is not None), None)
     settings = getattr(compactor, "settings", None)
     return getattr(settings, "default_backend", None)
 
@@ -104,6 +108,8 @@ async def run_compactor(
 ) -> ChatContext:
     """Run ``compactor`` on ``ctx``; ``force`` bypasses thresholds (the model asked)."""
     instructions = focus or None
+    if isinstance(compactor, TieredCompactor):
+        return await compactor.acompact(ctx, backend=backend, force=force)
     if isinstance(compactor, TokenBudgetCompactor):
         return await compactor.acompact(
             ctx, backend=backend, force=force, instructions=instructions

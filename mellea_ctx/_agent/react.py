@@ -16,6 +16,12 @@ its own context:
 * ``recall(checkpoint=-1, start=0, count=10)``: read back, verbatim, messages
   a checkpoint replaced.
 
+The tool definitions each request carries count against the compactor's
+budget (:data:`~mellea_ctx._core.tool_tokens.request_overhead`). When the
+provider still answers that the request is longer than its window, the loop
+compacts once, forced, and retries once (``overflow``); if that cannot help
+it raises :class:`~mellea_ctx.ContextOverflowError`, never loops.
+
 With a session (``SessionMemory.open(...)``), every finished turn is written
 to the store in one atomic write: the first one together with the goal, and
 one after a compaction as a ``replace`` of the compacted dialogue. Request-only
@@ -53,15 +59,17 @@ from typing import Any
 from .._backends.bridge import run_blocking
 from .._compaction.events import EventHook
 from .._compaction.records import record_sink
-from .._core.components import ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
+from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.protocols import Backend, Compactor
 from .._core.reprs import short_repr
+from .._core.tool_tokens import request_overhead
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
 from .loop_state import Loop, commit, dialogue_of, request_only
+from .overflow import generate, tool_overhead
 from .result import ReactResult, SessionLike
 from .searching import Searching as _Searching
 from .tool_search import ToolSearch
@@ -195,6 +203,17 @@ async def areact(
         record_sink.reset(token)
 
 
+def _checked(loop: Loop, searching: _Searching) -> list[Component]:
+    """The messages to send for ``loop``'s context, refused if they break tool-call rules."""
+    assert loop.ctx is not None
+    messages = searching.with_catalog(loop.ctx.view_for_generation())
+    problems = validate_openai(messages)
+    if problems:
+        msg = f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
+        raise InvalidContextError(msg)
+    return messages
+
+
 async def _turn(
     loop: Loop,
     searching: _Searching,
@@ -209,20 +228,31 @@ async def _turn(
         if forced:
             loop.emit("compaction_started")
         before = loop.ctx
-        loop.ctx = await run_compactor(
-            loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
-        )
+        # The tool definitions about to be sent count against the budget.
+        _, planned = searching.request(model_options)
+        overhead = request_overhead.set(tool_overhead(loop.backend, planned))
+        try:
+            loop.ctx = await run_compactor(
+                loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
+            )
+        finally:
+            request_overhead.reset(overhead)
         loop.compact_requested, loop.focus = False, ""
         # The compacted dialogue is stored with this turn, when it finishes.
         if loop.ctx is not before:
             searching.after_compaction()
-    messages = searching.with_catalog(loop.ctx.view_for_generation())
-    problems = validate_openai(messages)
-    if problems:
-        msg = f"react: refusing to send a history that breaks tool-call rules: {problems[0]}"
-        raise InvalidContextError(msg)
     options, tools_now = searching.request(model_options)
-    output = await loop.backend.generate(messages, model_options=options, tools=tools_now or None)
+    sent = loop.ctx
+    output = await generate(
+        loop,
+        loop.compactor,
+        compaction_backend,
+        lambda: _checked(loop, searching),
+        tools_now,
+        options,
+    )
+    if loop.ctx is not sent:
+        searching.after_compaction()  # overflow recovery compacted
     if not isinstance(output, ModelOutputThunk):
         msg = f"react: the backend returned {short_repr(output)}, not a ModelOutputThunk"
         raise InvalidContextError(msg)
@@ -288,6 +318,9 @@ def react(
     Raises:
         InvalidArgumentError: For a bad goal, context, backend, budget, tool
             or compactor.
+        ContextOverflowError: When the provider says the request is longer
+            than its window and one forced compaction and one retry did not
+            help (or there is no compactor); the message gives both sizes.
         BackendError: When the backend fails (the turn is not committed).
         SessionConflictError: When another writer changed the session.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
@@ -28,6 +28,7 @@ from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, ThinkingPart
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
+from .cache_control import BREAKPOINTS, place_breakpoints, validate_breakpoints
 from .sdk import SDKBackend, sdk_arguments
 
 # "claude-opus-4-5-20251101" -> ("opus", "4", "5"); the date is not a minor version.
@@ -64,9 +65,15 @@ class AnthropicBackend(SDKBackend):
             becomes, as ``output_config.effort``. ``None`` guesses from the
             name (Opus 4.5 and later, Sonnet 4.6 and later, any 5.x model); for
             others the option is dropped.
+        cache_breakpoints: Where to mark ``cache_control`` so the prompt
+            cache serves repeated prefixes: ``"tools"``, ``"system"`` and
+            ``"history"`` (the end of the history; see
+            :mod:`mellea_ctx._backends.cache_control`). All three by
+            default; ``()`` sends none.
 
     Raises:
-        InvalidArgumentError: When the SDK is missing or no key is given.
+        InvalidArgumentError: When the SDK is missing, no key is given, or a
+            breakpoint place is unknown.
     """
 
     provider = "Anthropic"
@@ -86,7 +93,9 @@ class AnthropicBackend(SDKBackend):
         model_options: Mapping[str, Any] | None = None,
         context_window: int | Literal["server"] | None = None,
         reasoning: bool | None = None,
+        cache_breakpoints: Collection[str] = BREAKPOINTS,
     ) -> None:
+        self.cache_breakpoints = validate_breakpoints("AnthropicBackend", cache_breakpoints)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key is None:
             msg = "AnthropicBackend needs an API key: pass api_key=... or set ANTHROPIC_API_KEY"
@@ -140,12 +149,16 @@ class AnthropicBackend(SDKBackend):
         tools: Sequence[Tool],
     ) -> Any:
         """Make one Messages API request, the system prompt sent apart."""
-        if tools:
-            options["tools"] = [definition.to_anthropic() for definition in tools]
-        system, payload = to_anthropic(messages)
-        payload = sendable(payload)
-        if system is not None and not system.strip():
-            system = None  # the API refuses a whitespace-only system prompt
+        text, history = to_anthropic(messages)
+        history = sendable(history)
+        if text is not None and not text.strip():
+            text = None  # the API refuses a whitespace-only system prompt
+        definitions = [definition.to_anthropic() for definition in tools]
+        system, payload, definitions = place_breakpoints(
+            self.cache_breakpoints, text, history, definitions
+        )
+        if definitions:
+            options["tools"] = definitions
         if system is not None:
             options["system"] = system
         async with sdk.AsyncAnthropic(
@@ -250,5 +263,7 @@ def _parse(response: Any) -> ModelOutputThunk:
         usage = Usage(
             prompt_tokens=(response.usage.input_tokens or 0) + read + written,
             completion_tokens=response.usage.output_tokens or 0,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
     return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage)

@@ -7,23 +7,33 @@ The official ``openai`` and ``anthropic`` SDKs share one exception design
 those roles and by HTTP status, so the dozens of status subclasses each SDK
 defines (and the ones later versions add) land in the right place:
 
-=====================================  =====================================
-SDK exception                          ours
-=====================================  =====================================
-``APITimeoutError``, HTTP 408          :class:`BackendTimeoutError`
-``APIConnectionError``                 :class:`BackendConnectionError`
-HTTP 429 (``RateLimitError`` ...)      :class:`RateLimitError`, ``retry_after``
-HTTP 409, 5xx, 529 (overloaded)        :class:`ServerError` (retryable)
-other HTTP 4xx                         :class:`RequestRejectedError`
-``APIResponseValidationError``         :class:`MalformedResponseError`
-anything else from the SDK             :class:`BackendError`
-=====================================  =====================================
+======================================  =====================================
+SDK exception                           ours
+======================================  =====================================
+``APITimeoutError``, HTTP 408           :class:`BackendTimeoutError`
+``APIConnectionError``                  :class:`BackendConnectionError`
+HTTP 429 (``RateLimitError`` ...)       :class:`RateLimitError`, ``retry_after``
+HTTP 409, 5xx, 529 (overloaded)         :class:`ServerError` (retryable)
+HTTP 4xx saying the prompt is too long  :class:`ContextOverflowError`
+other HTTP 4xx                          :class:`RequestRejectedError`
+``APIResponseValidationError``          :class:`MalformedResponseError`
+anything else from the SDK              :class:`BackendError`
+======================================  =====================================
 
 Two failures escape the SDKs' own hierarchy, and are mapped too: a 200
 answer whose body is not JSON raises a bare ``json.JSONDecodeError``
 (:class:`MalformedResponseError`), and some transport failures surface as the
 HTTP library's own exceptions (timeouts as :class:`BackendTimeoutError`,
 protocol and network errors as :class:`BackendConnectionError`).
+
+A context overflow is told apart from other rejections by the provider's
+own words, since each says it differently (:func:`overflow_sizes`):
+OpenAI's ``code`` ``context_length_exceeded`` ("This model's maximum context
+length is N tokens. However, your messages resulted in M tokens"), vLLM's
+"maximum context length is N tokens. However, you requested M tokens",
+Anthropic's "prompt is too long: M tokens > N maximum", and llama.cpp's
+``exceed_context_size_error`` ("request (M tokens) exceeds the available
+context size (N tokens)", with ``n_prompt_tokens`` and ``n_ctx``).
 
 The backend raises the result ``from`` the SDK's exception, so the original
 stays in ``__cause__``.
@@ -32,20 +42,23 @@ stays in ``__cause__``.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from .._core.exceptions import (
     BackendConnectionError,
     BackendError,
     BackendTimeoutError,
+    ContextOverflowError,
     MalformedResponseError,
     RateLimitError,
     RequestRejectedError,
     ServerError,
 )
 
-__all__ = ["map_provider_error", "map_sdk_error", "retry_after_seconds"]
+__all__ = ["map_provider_error", "map_sdk_error", "overflow_sizes", "retry_after_seconds"]
 
 
 def _class_names(exc: BaseException) -> set[str]:
@@ -108,6 +121,73 @@ def retry_after_seconds(headers: Any) -> float | None:
         return max(parsed.timestamp() - time.time(), 0.0)
 
 
+# (pattern, which group is the request's size, which the limit)
+_OVERFLOW_WORDINGS = (
+    # OpenAI and vLLM
+    (
+        re.compile(
+            r"maximum context length is (\d+) tokens.*?(?:resulted in|requested|has) (\d+)", re.S
+        ),
+        2,
+        1,
+    ),
+    # Anthropic
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum"), 1, 2),
+    # llama.cpp (newer servers)
+    (
+        re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"),
+        1,
+        2,
+    ),
+)
+_OVERFLOW_PHRASES = (
+    "maximum context length",
+    "prompt is too long",
+    "exceeds the available context size",
+    "context_length_exceeded",
+    "input exceeds the context window",
+)
+_OVERFLOW_CODES = {"context_length_exceeded", "exceed_context_size_error"}
+
+
+def _error_fields(exc: BaseException) -> Mapping[str, Any]:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            return inner
+    return {}
+
+
+def overflow_sizes(exc: BaseException, detail: str) -> tuple[int | None, int | None] | None:
+    """Return ``(prompt_tokens, limit_tokens)`` when ``exc`` says the prompt is too long.
+
+    ``None`` when it is some other error; either size is ``None`` when the
+    provider did not state it.
+
+    Examples:
+        >>> overflow_sizes(ValueError(), "prompt is too long: 208656 tokens > 200000 maximum")
+        (208656, 200000)
+        >>> overflow_sizes(ValueError(), "Invalid request.") is None
+        True
+    """
+    fields = _error_fields(exc)
+    codes = {str(fields.get("code")), str(fields.get("type")), str(getattr(exc, "code", None))}
+    message = str(fields.get("message") or "")
+    text = f"{message}\n{detail}"
+    lowered = text.lower()
+    if not (codes & _OVERFLOW_CODES or any(phrase in lowered for phrase in _OVERFLOW_PHRASES)):
+        return None
+    prompt, limit = fields.get("n_prompt_tokens"), fields.get("n_ctx")
+    if isinstance(prompt, int) and isinstance(limit, int):
+        return prompt, limit
+    for pattern, used, allowed in _OVERFLOW_WORDINGS:
+        found = pattern.search(text)
+        if found:
+            return int(found.group(used)), int(found.group(allowed))
+    return None, None
+
+
 def map_sdk_error(exc: BaseException, provider: str) -> BackendError:
     """Return our exception for ``exc``, an exception raised by a provider SDK.
 
@@ -132,6 +212,15 @@ def map_sdk_error(exc: BaseException, provider: str) -> BackendError:
     if status is not None and (status >= 500 or status == 409):
         return ServerError(f"{prefix}: HTTP {status}: {detail}", status_code=status)
     if status is not None and 400 <= status < 500:
+        sizes = overflow_sizes(exc, detail)
+        if sizes is not None:
+            return ContextOverflowError(
+                f"{prefix}: HTTP {status}: the request is longer than the model's context "
+                f"window ({detail})",
+                status_code=status,
+                prompt_tokens=sizes[0],
+                limit_tokens=sizes[1],
+            )
         return RequestRejectedError(f"{prefix}: HTTP {status}: {detail}", status_code=status)
     return BackendError(f"{prefix}: {detail}", status_code=status)
 

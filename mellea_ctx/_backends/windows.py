@@ -1,35 +1,146 @@
-"""How many tokens a summarizer reads: known defaults and a local server's own report.
+"""Known context windows and output limits, by model name.
 
-A backend's ``context_window`` is what the summary engine fits the span into.
-It is the ``context_window=`` a user passed; otherwise a known default for the
-models the docs name (looked up by name prefix); otherwise, for a local
-OpenAI-compatible server, what the server reports (llama.cpp's ``/props``
-gives ``n_ctx``); otherwise ``None``, meaning unknown.
+Compactors take budgets as fractions of a model's window ("compact at 80%,
+aim at 50%"), so they need the window: :func:`context_window` looks it up in
+a small table of the models our docs and examples name, as the providers
+document them (OpenAI's model pages, Anthropic's models overview, checked
+December 2026). A dated snapshot (``gpt-4o-2024-08-06``,
+``claude-haiku-4-5-20251001``) and a routing prefix (``openai/gpt-4o``)
+resolve to their family. Anything else returns ``None``: pass the window as
+a token count (a local server's ``n_ctx``, say) instead of guessing.
+
+A backend's ``context_window`` (what the summary engine fits its requests
+into) is the ``context_window=`` a user passed; otherwise this table's
+window for the backend's model; with ``context_window="server"``, what a local
+OpenAI-compatible server reports (llama.cpp's ``/props`` gives ``n_ctx``);
+otherwise ``None``, unknown.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
+from typing import NamedTuple
 
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
 
-__all__ = ["check_window", "known_window", "server_window"]
+__all__ = [
+    "ModelLimits",
+    "check_window",
+    "context_window",
+    "known_window",
+    "model_limits",
+    "output_limit",
+    "server_window",
+]
 
-# Longest prefix first wins; the windows the providers document.
-_KNOWN: tuple[tuple[str, int], ...] = (
-    ("gpt-4.1", 1_047_576),
-    ("gpt-4o", 128_000),
-    ("gpt-4-turbo", 128_000),
-    ("gpt-5", 400_000),
-    ("o4-mini", 200_000),
-    ("o3", 200_000),
-    ("o1", 200_000),
-    ("claude-", 200_000),
-    ("qwen2.5-coder", 32_768),
-)
+
+class ModelLimits(NamedTuple):
+    """A model's documented limits, in tokens."""
+
+    #: Input and output together (what the prompt must fit in, with the answer).
+    context_window: int
+    #: The most the model may generate in one answer.
+    max_output: int | None
+
+
+_LIMITS: dict[str, ModelLimits] = {
+    # OpenAI (platform.openai.com/docs/models)
+    "gpt-4o": ModelLimits(128_000, 16_384),
+    "gpt-4o-mini": ModelLimits(128_000, 16_384),
+    "gpt-4.1": ModelLimits(1_047_576, 32_768),
+    "gpt-4.1-mini": ModelLimits(1_047_576, 32_768),
+    "gpt-4.1-nano": ModelLimits(1_047_576, 32_768),
+    "o3": ModelLimits(200_000, 100_000),
+    "o4-mini": ModelLimits(200_000, 100_000),
+    # Anthropic (platform.claude.com/docs/en/about-claude/models/overview)
+    "claude-opus-4-6": ModelLimits(1_000_000, 128_000),
+    "claude-sonnet-4-6": ModelLimits(1_000_000, 128_000),
+    "claude-sonnet-4-5": ModelLimits(200_000, 64_000),
+    "claude-haiku-4-5": ModelLimits(200_000, 64_000),
+    # The local model of our tests and benchmarks (its trained window; a
+    # server may run it with a smaller n_ctx).
+    "qwen2.5-coder-1.5b-instruct": ModelLimits(32_768, None),
+}
+
+
+_SNAPSHOT = re.compile(r"\d{4}-\d{2}-\d{2}|\d{8}|latest")
+
+
+def model_limits(model: str) -> ModelLimits | None:
+    """Return the documented limits of ``model``, or ``None`` when it is not in the table.
+
+    Args:
+        model: A model name as sent to the provider.
+
+    Raises:
+        InvalidArgumentError: When ``model`` is not a str.
+
+    Examples:
+        >>> model_limits("gpt-4o-2024-08-06")
+        ModelLimits(context_window=128000, max_output=16384)
+        >>> model_limits("my-fine-tune") is None
+        True
+    """
+    if not isinstance(model, str):
+        msg = f"model={short_repr(model)} must be a model name (str), such as 'gpt-4o'"
+        raise InvalidArgumentError(msg)
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    found = _LIMITS.get(name)
+    if found is not None:
+        return found
+    # A dated snapshot of a family (or its "-latest" alias).
+    families = [
+        key
+        for key in _LIMITS
+        if name.startswith(key + "-") and _SNAPSHOT.fullmatch(name[len(key) + 1 :])
+    ]
+    if not families:
+        return None
+    return _LIMITS[max(families, key=len)]
+
+
+def context_window(model: str) -> int | None:
+    """Return ``model``'s context window in tokens, or ``None`` when it is not known.
+
+    Args:
+        model: A model name as sent to the provider.
+
+    Raises:
+        InvalidArgumentError: When ``model`` is not a str.
+
+    Examples:
+        >>> context_window("gpt-4o")
+        128000
+        >>> context_window("claude-haiku-4-5-20251001")
+        200000
+    """
+    limits = model_limits(model)
+    return None if limits is None else limits.context_window
+
+
+def output_limit(model: str) -> int | None:
+    """Return the most tokens ``model`` may generate in one answer, or ``None`` when unknown.
+
+    Examples:
+        >>> output_limit("claude-sonnet-4-6")
+        128000
+    """
+    limits = model_limits(model)
+    return None if limits is None else limits.max_output
+
+
+def known_window(model: str) -> int | None:
+    """The window a backend defaults to for ``model``: :func:`context_window`, or ``None``.
+
+    Examples:
+        >>> known_window("gpt-4o-mini"), known_window("my-local-model")
+        (128000, None)
+    """
+    return context_window(model) if isinstance(model, str) else None
 
 
 def check_window(owner: str, value: object) -> int | None:
@@ -48,20 +159,6 @@ def check_window(owner: str, value: object) -> int | None:
         )
         raise InvalidArgumentError(msg)
     return value
-
-
-def known_window(model: str) -> int | None:
-    """Return the documented context window of ``model``, or ``None`` if not known.
-
-    Examples:
-        >>> known_window("gpt-4o-mini"), known_window("claude-sonnet-4-6"), known_window("x")
-        (128000, 200000, None)
-    """
-    name = model.lower().rsplit("/", 1)[-1]
-    for prefix, window in sorted(_KNOWN, key=lambda item: -len(item[0])):
-        if name.startswith(prefix):
-            return window
-    return None
 
 
 def server_window(base_url: str, *, timeout: float = 2.0) -> int | None:

@@ -14,6 +14,7 @@ kind                      when
 ``compaction_applied``    a checkpoint or a cut replaced history
 ``compaction_skipped``    there was nothing worth compacting
 ``compaction_failed``     the backend or the summary failed; context unchanged
+``context_overflow``      the provider said the request is too long (``error``)
 ``session_committed``     a turn was written to the session store
 ``turn_failed``           the turn raised (``error`` says what); sent before
                           the exception propagates, nothing was committed
@@ -39,6 +40,7 @@ EventKind = Literal[
     "compaction_applied",
     "compaction_skipped",
     "compaction_failed",
+    "context_overflow",
     "session_committed",
     "turn_failed",
 ]

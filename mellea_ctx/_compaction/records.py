@@ -17,7 +17,14 @@ import attrs
 
 from .._core.facts import Fact
 
-__all__ = ["CompactionRecord", "CompactionWarning", "Outcome", "RecordHook", "record_sink"]
+__all__ = [
+    "CompactionRecord",
+    "CompactionWarning",
+    "Outcome",
+    "RecordHook",
+    "emit_record",
+    "record_sink",
+]
 
 Outcome = Literal["applied", "skipped", "failed", "cancelled"]
 
@@ -49,6 +56,8 @@ class CompactionRecord:
         error: The error's ``repr`` when the outcome is ``failed``.
         attempts: Requests sent to the backend, retries included (``0`` when
             no model was called, or the bridge's safety net gave up first).
+        tier: For a :class:`~mellea_ctx.TieredCompactor`, the index of the
+            tier whose result it kept (``None`` otherwise, or when no tier ran).
     """
 
     strategy: str
@@ -65,6 +74,7 @@ class CompactionRecord:
     over_target: bool = False
     error: str | None = None
     attempts: int = 0
+    tier: int | None = None
 
 
 #: A callback that receives each record.
@@ -75,3 +85,12 @@ RecordHook = Callable[[CompactionRecord], None]
 #: compactor being built with ``on_record``. Context variables follow the
 #: bridge into its worker thread, so this works for ``compact()`` too.
 record_sink: ContextVar[RecordHook | None] = ContextVar("mellea_ctx_record_sink", default=None)
+
+
+def emit_record(record: CompactionRecord, hook: RecordHook | None) -> None:
+    """Hand ``record`` to ``hook`` (when given) and to the current :data:`record_sink`."""
+    if hook is not None:
+        hook(record)
+    sink = record_sink.get()
+    if sink is not None:
+        sink(record)

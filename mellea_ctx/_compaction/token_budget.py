@@ -19,7 +19,9 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, InlineCompactor
 from .._core.tokens import count_all, count_memoized
+from .._core.tool_tokens import request_overhead
 from .backoff import backed_off, validate_backoff
+from .budget import Window, resolve_budget
 from .effort import with_reasoning_effort
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
@@ -76,6 +78,9 @@ class TokenBudgetCompactor(InlineCompactor):
             (see ``ChatContext.compaction_backoff``); ``0`` tries on every
             add. ``compact`` / ``acompact`` calls of your own always try.
         reasoning_effort: As for :class:`LLMSummarizeCompactor`.
+        window: The model's context window (tokens, or a model name known to
+            :func:`~mellea_ctx.context_window`): with it, ``max_tokens`` and
+            ``target_tokens`` may be fractions (``0.8``: 80% of the window).
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
@@ -89,9 +94,9 @@ class TokenBudgetCompactor(InlineCompactor):
     def __init__(
         self,
         *,
-        max_tokens: int,
+        max_tokens: float,
         keep_recent_tokens: int | None = None,
-        target_tokens: int | None = None,
+        target_tokens: float | None = None,
         summary_tokens: int | None = None,
         boundary: Literal["user_turn", "model_step"] = "user_turn",
         default_backend: Backend | None = None,
@@ -106,11 +111,17 @@ class TokenBudgetCompactor(InlineCompactor):
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
         reasoning_effort: str | None = "low",
+        window: Window = None,
     ) -> None:
         owner = "TokenBudgetCompactor"
+        if isinstance(max_tokens, float) or isinstance(target_tokens, float):
+            max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
+            if target_tokens is not None:
+                target_tokens = resolve_budget(owner, "target_tokens", target_tokens, window)
         _positive(owner, "max_tokens", max_tokens)
         target = max_tokens if target_tokens is None else target_tokens
         _positive(owner, "target_tokens", target)
+        assert isinstance(max_tokens, int) and isinstance(target, int)
         if target > max_tokens:
             msg = (
                 f"{owner}: target_tokens={target!r} is above max_tokens={max_tokens!r}; "
@@ -187,7 +198,7 @@ class TokenBudgetCompactor(InlineCompactor):
         # The kept tail shrinks turn by turn: subtract each folded turn from its
         # total instead of recounting the tail (that was O(turns x history)).
         prefix_tokens = count_all(counter, items[:p])
-        fixed = prefix_tokens + self.summary_tokens
+        fixed = prefix_tokens + self.summary_tokens + request_overhead.get()
         tail = count_all(counter, items[k:])
         for start in starts:
             if start <= k:
@@ -207,8 +218,8 @@ class TokenBudgetCompactor(InlineCompactor):
         return p, k, ""
 
     def due(self, ctx: ChatContext) -> bool:
-        """Return whether ``ctx`` is past the trigger."""
-        return ctx.token_count > self.max_tokens
+        """Return whether ``ctx`` is past the trigger (tool definitions being sent included)."""
+        return ctx.token_count + request_overhead.get() > self.max_tokens
 
     async def acompact(
         self,

@@ -21,6 +21,8 @@ from .._core.boundaries import prefix_end, thinking_loop_start, window_cut
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
 from .._core.protocols import Compactor, InlineCompactor
+from .._core.tool_tokens import request_overhead
+from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -154,6 +156,9 @@ class ThresholdCompactor(InlineCompactor):
         threshold: Fire when the reading exceeds this many tokens. ``0`` or a
             negative value disables the gate (``inner`` never runs).
         measure: ``"tokens"`` (exact, the default) or ``"usage"``.
+        window: The model's context window (tokens, or a model name known to
+            :func:`~mellea_ctx.context_window`): with it, ``threshold`` may be
+            a fraction (``threshold=0.8``: 80% of the window).
 
     Raises:
         InvalidArgumentError: For a non-int threshold, an unknown measure, or an
@@ -172,10 +177,14 @@ class ThresholdCompactor(InlineCompactor):
     """
 
     inner: Compactor
-    threshold: int = attrs.field(kw_only=True)
+    threshold: float = attrs.field(kw_only=True)  # tokens; a fraction becomes tokens at init
     measure: Measure = attrs.field(default="tokens", kw_only=True)
+    window: Window = attrs.field(default=None, kw_only=True, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if isinstance(self.threshold, float):  # a fraction of the window, resolved once
+            tokens = resolve_budget("ThresholdCompactor", "threshold", self.threshold, self.window)
+            object.__setattr__(self, "threshold", tokens)
         if not callable(getattr(self.inner, "compact", None)):
             msg = (
                 f"ThresholdCompactor: inner={self.inner!r} has no compact() method; "
@@ -210,6 +219,7 @@ class ThresholdCompactor(InlineCompactor):
         if self.measure == "usage":
             reading = ctx.last_usage_tokens
             return reading is not None and reading > threshold
+        threshold -= request_overhead.get()  # tool definitions being sent (react sets it)
         # Under the threshold by a cheap upper bound: under it exactly, with no encode.
         if ctx._token_bound() <= threshold:
             return False

@@ -69,14 +69,25 @@ class ToolCall:
 class Usage:
     """Token usage a provider reported for one generation.
 
+    ``prompt_tokens`` is the whole prompt, cached parts included.
+    ``cache_read_tokens`` are the prompt tokens served from the provider's
+    prompt cache (OpenAI ``cached_tokens``, Anthropic
+    ``cache_read_input_tokens``) and ``cache_write_tokens`` those written to
+    it (Anthropic ``cache_creation_input_tokens``; OpenAI does not report
+    writes); ``None`` when the provider did not say.
+
     Examples:
         >>> Usage(prompt_tokens=120, completion_tokens=30).total_tokens
         150
+        >>> Usage(prompt_tokens=1000, completion_tokens=5, cache_read_tokens=900).cache_read_tokens
+        900
     """
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int = attrs.field()
+    cache_read_tokens: int | None = attrs.field(default=None, kw_only=True)
+    cache_write_tokens: int | None = attrs.field(default=None, kw_only=True)
 
     @total_tokens.default
     def _sum(self) -> int:
@@ -85,6 +96,9 @@ class Usage:
 
     def __attrs_post_init__(self) -> None:
         self._check("prompt_tokens", "completion_tokens", "total_tokens")
+        for field in ("cache_read_tokens", "cache_write_tokens"):
+            if getattr(self, field) is not None:
+                self._check(field)
 
     def _check(self, *fields: str) -> None:
         for field in fields:

@@ -16,6 +16,7 @@ so ``except ValueError`` keeps working for code that does not know us::
     │   ├── BackendConnectionError   (ConnectionError) the connection failed (retryable)
     │   ├── ServerError                             the provider answered 5xx (retryable)
     │   ├── RequestRejectedError                    the provider answered 4xx (not retryable)
+    │   │   └── ContextOverflowError                the request is longer than the window
     │   └── MalformedResponseError                  the answer could not be understood
     ├── CompactionError              (RuntimeError) a compaction could not be applied
     │   ├── EmptySummaryError                       the summary came back empty
@@ -38,6 +39,7 @@ __all__ = [
     "BackendTimeoutError",
     "CompactionError",
     "CompactionTimeoutError",
+    "ContextOverflowError",
     "EmptySummaryError",
     "InvalidArgumentError",
     "InvalidComponentError",
@@ -130,6 +132,32 @@ class ServerError(BackendError):
 
 class RequestRejectedError(BackendError):
     """The provider rejected the request (HTTP 4xx other than 429); retrying will not help."""
+
+
+class ContextOverflowError(RequestRejectedError):
+    """The request is longer than the model's context window (the provider said so).
+
+    Each provider phrases it its own way (OpenAI's ``context_length_exceeded``,
+    Anthropic's "prompt is too long", llama.cpp's ``exceed_context_size_error``,
+    vLLM's "maximum context length"); the backends map them all here. Retrying
+    the same request will not help; compacting it may (``react`` does, once).
+
+    Attributes:
+        prompt_tokens: The request's size as the provider counted it, when it said.
+        limit_tokens: The window as the provider stated it, when it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = 400,
+        prompt_tokens: int | None = None,
+        limit_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.prompt_tokens = prompt_tokens
+        self.limit_tokens = limit_tokens
 
 
 class MalformedResponseError(BackendError):

@@ -18,6 +18,7 @@ from pyrsistent import PMap
 
 from .._core.checkpoint import Checkpoint
 from .._core.checks import _is_plain
+from .._core.cleared import ClearedToolResult
 from .._core.components import (
     CBlock,
     Component,
@@ -152,7 +153,8 @@ def component_to_record(component: Component) -> dict[str, Any]:
         if component.name is not None:
             record["name"] = component.name
         return record
-    if type(component) is ToolMessage:
+    if type(component) is ToolMessage or type(component) is ClearedToolResult:
+        # A cleared result is stored as the placeholder it reads as (its handles stay in memory).
         record = {"kind": "tool", "tool_call_id": component.tool_call_id}
         _content(record, component)
         if component.name is not None:

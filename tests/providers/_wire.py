@@ -79,6 +79,10 @@ class ToolUse:
 class Reply:
     """A complete answer: text, tool calls, token usage as ``(input, output)``.
 
+    ``cache`` is the prompt-cache usage as ``(read, written)``: part of ``input`` for
+    OpenAI (``cached_tokens``; it reports no writes), and on top of it for Anthropic,
+    which counts ``input_tokens`` after the cache.
+
     ``stop`` overrides the provider's finish/stop reason (by default ``stop``/``end_turn``,
     or ``tool_calls``/``tool_use`` when there are tool calls); ``model`` overrides the
     model name, which otherwise echoes the request's.
@@ -97,6 +101,7 @@ class Reply:
     reasoning: str | None = None
     #: OpenAI: the message's ``refusal``.
     refusal: str | None = None
+    cache: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)

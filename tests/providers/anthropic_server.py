@@ -110,7 +110,7 @@ class AnthropicWireServer(WireServer):
             **_message(reply, body, response_id),
             "content": content,
             "stop_reason": _stop_reason(reply),
-            "usage": _usage(*reply.usage),
+            "usage": _usage(*reply.usage, *reply.cache),
         }
 
     def render_events(self, reply: Reply, body: Mapping[str, Any], response_id: str) -> list[bytes]:
@@ -194,12 +194,14 @@ def _stop_reason(reply: Reply) -> str:
     return reply.stop or ("tool_use" if reply.tool_calls else "end_turn")
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _usage(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_written: int = 0
+) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": cache_written,
+        "cache_read_input_tokens": cache_read,
         "service_tier": "standard",
     }
 

@@ -162,7 +162,12 @@ class TestAnthropicBackend:
     def test_system_apart_and_tool_blocks(self, anthropic_server: AnthropicWireServer) -> None:
         """The system prompt goes apart, tool calls and results become blocks, roles alternate."""
         anthropic_server.reply("Found it.", usage=(200, 20))
-        backend = AnthropicBackend("claude-x", base_url=anthropic_server.base_url, api_key="test")
+        backend = AnthropicBackend(
+            "claude-x",
+            base_url=anthropic_server.base_url,
+            api_key="test",
+            cache_breakpoints=(),  # the plain format; tests/providers/test_cache.py has the marks
+        )
         output = generate(backend)
         assert (output.value, output.usage.total_tokens if output.usage else None) == (
             "Found it.",

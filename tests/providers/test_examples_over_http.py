@@ -141,8 +141,11 @@ class TestAnthropicExample:
         assert {"sk-ant-test-examples"} == keys
         assert "omar_davis_3817" in texts(summary.json["messages"])
         assert "tools" not in summary.json
-        # The policy travels in the top-level system field, never as a message.
-        assert call.json["system"].startswith("# Airline Agent Policy")
+        # The policy travels in the top-level system field, never as a message, as one
+        # text block marked as a prompt-cache breakpoint.
+        (block,) = call.json["system"]
+        assert block["text"].startswith("# Airline Agent Policy")
+        assert {"type": "ephemeral"} == block["cache_control"]
         assert "system" not in {m["role"] for m in call.json["messages"]}
         assert SUMMARY in texts(call.json["messages"])
         tool = call.json["tools"][0]

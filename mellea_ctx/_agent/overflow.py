@@ -1,0 +1,103 @@
+"""Overflow recovery: when the provider says the request is too long, compact once and retry.
+
+Our counts and the provider's differ (its tokenizer, its framing, images),
+so a request we sized to fit can still be refused as longer than the
+window. :func:`generate` then runs the loop's compactor forced past its
+threshold, and retries once. It never loops: a second refusal, or a
+compaction that could not make the history smaller (the pinned prefix and
+the current turn alone are too long), raises
+:class:`~mellea_ctx.ContextOverflowError` with both sizes in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .._core.components import Component, ModelOutputThunk
+from .._core.exceptions import ContextOverflowError
+from .._core.protocols import Backend
+from .._core.tool_tokens import count_tool_definitions, request_overhead
+from .._core.tools import Tool
+from .compaction_tools import run_compactor
+from .loop_state import Loop
+
+__all__ = ["framing_of", "generate", "tool_overhead"]
+
+
+def framing_of(backend: object) -> Any:
+    """How ``backend``'s provider frames tool definitions (``"anthropic"`` or ``"openai"``)."""
+    return "anthropic" if getattr(backend, "provider", None) == "Anthropic" else "openai"
+
+
+def tool_overhead(backend: object, tools: Sequence[Tool]) -> int:
+    """The tokens the definitions of ``tools`` add to a request to ``backend``."""
+    return count_tool_definitions(tools, framing_of(backend))
+
+
+def _sizes(exc: ContextOverflowError) -> str:
+    if exc.prompt_tokens is None and exc.limit_tokens is None:
+        return "the provider did not say by how much"
+    return f"the provider counted {exc.prompt_tokens} tokens against a window of {exc.limit_tokens}"
+
+
+async def generate(
+    loop: Loop,
+    compactor: object | None,
+    compaction_backend: Backend | None,
+    messages_of: Callable[[], list[Component]],
+    tools: Sequence[Tool],
+    model_options: Mapping[str, Any] | None,
+) -> ModelOutputThunk:
+    """Ask the backend for the next output; on overflow, compact once (forced) and retry once.
+
+    Raises:
+        ContextOverflowError: When there is no compactor, the compaction could
+            not shrink the history, or the retried request overflows too.
+    """
+    assert loop.ctx is not None
+    backend = loop.backend
+    offered = list(tools) or None
+    try:
+        return await backend.generate(messages_of(), model_options=model_options, tools=offered)
+    except ContextOverflowError as exc:
+        first = exc
+    before = loop.ctx
+    loop.emit("context_overflow", error=str(first))
+    if compactor is None:
+        msg = (
+            f"react: the request ({before.token_count} tokens by our count, plus "
+            f"{tool_overhead(backend, tools)} for tool definitions) is longer than the model's "
+            f"window: {_sizes(first)}; pass compactor=... so react can compact and retry"
+        )
+        raise ContextOverflowError(
+            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
+        ) from first
+    loop.emit("compaction_started")
+    token = request_overhead.set(tool_overhead(backend, tools))
+    try:
+        after = await run_compactor(compactor, before, compaction_backend, force=True, focus="")
+    finally:
+        request_overhead.reset(token)
+    if after is before or after.token_count >= before.token_count:
+        msg = (
+            f"react: the request is longer than the model's window ({_sizes(first)}) and "
+            f"compacting could not shorten it: {before.token_count} tokens by our count before "
+            f"and {after.token_count} after; the pinned prefix and the current turn alone are "
+            "too long; shorten the system prompt or the goal, or use a model with a larger window"
+        )
+        raise ContextOverflowError(
+            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
+        ) from first
+    loop.ctx = after
+    try:
+        return await backend.generate(messages_of(), model_options=model_options, tools=offered)
+    except ContextOverflowError as second:
+        msg = (
+            f"react: the request was still longer than the model's window after one forced "
+            f"compaction ({before.token_count} -> {after.token_count} tokens by our count; "
+            f"{_sizes(second)}); not compacting again: set the compactor's target lower"
+        )
+        raise ContextOverflowError(
+            msg, prompt_tokens=second.prompt_tokens, limit_tokens=second.limit_tokens
+        ) from second

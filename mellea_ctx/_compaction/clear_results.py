@@ -1,0 +1,226 @@
+"""ClearToolResultsCompactor: the cheapest tier, old tool results replaced by placeholders.
+
+In an agent's history most tokens are tool results the model read turns ago
+(file contents, logs, search hits). Clearing them keeps every call and its
+pairing: each cleared result becomes a :class:`~mellea_ctx.ClearedToolResult`
+that answers the same call id and names the tool, the id and the size that
+went, so the model knows what it had and can call again. No model runs, so
+it rides inline.
+
+Every clearing changes the prompt prefix from the first cleared result on,
+and the provider's prompt cache has to be written again from there. So it
+clears nothing unless at least ``min_clear_tokens`` would go, and it clears
+all eligible results at once (rather than one per turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from .._core.boundaries import prefix_end
+from .._core.cleared import ClearedToolResult
+from .._core.components import Component, ToolMessage
+from .._core.exceptions import InvalidArgumentError
+from .._core.pins import PinPredicate, pin_system
+from .._core.protocols import InlineCompactor
+from .._core.tokens import count_memoized
+from .records import CompactionRecord, Outcome, RecordHook, emit_record, record_sink
+from .window import _validate_pin
+
+if TYPE_CHECKING:
+    from .._core.context import ChatContext
+    from .._core.protocols import Backend
+
+__all__ = ["ClearToolResultsCompactor", "apply_clearing", "open_exchange_start"]
+
+
+def open_exchange_start(items: list[Component]) -> int:
+    """Return where a trailing exchange still waiting for results begins (``len(items)``: none).
+
+    Examples:
+        >>> from mellea_ctx import Message, ToolCall
+        >>> calling = Message("assistant", "", tool_calls=[ToolCall("c1", "ls", "{}")])
+        >>> open_exchange_start([Message("user", "hi"), calling])
+        1
+    """
+    n = len(items)
+    for index in range(n - 1, -1, -1):
+        calls = items[index].tool_calls
+        if calls:
+            answered = {c.tool_call_id for c in items[index + 1 :]}
+            return index if any(call.id not in answered for call in calls) else n
+    return n
+
+
+def _non_negative(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"ClearToolResultsCompactor: {name}={value!r} must be an int >= 0"
+        raise InvalidArgumentError(msg)
+    return value
+
+
+@attrs.define(frozen=True, slots=True)
+class ClearToolResultsCompactor(InlineCompactor):
+    """Replace the content of old tool results with short placeholders.
+
+    The last ``keep_last`` tool results stay whole, and so do results in the
+    pinned prefix, results of the tools named in ``keep_tools``, and an
+    exchange still waiting for its results. Every other tool result becomes a
+    :class:`~mellea_ctx.ClearedToolResult` when that makes it smaller; if all
+    of them together would save fewer than ``min_clear_tokens``, nothing is
+    cleared and the very same context comes back. Each placeholder keeps the
+    original (``.original``) and the context it was cleared from
+    (``.restore()``), so clearing is reversible.
+
+    It never touches anything but tool results' content: calls, order,
+    pairing and every other component stay, by identity.
+
+    Args:
+        keep_last: The newest tool results to keep whole.
+        min_clear_tokens: Clear only when at least this many tokens would go.
+        keep_tools: Names of tools whose results are never cleared (a memory
+            tool, say).
+        pin_predicate: Where the protected prefix ends; see
+            :func:`~mellea_ctx.pin_system`.
+        on_record: Receives a :class:`~mellea_ctx.CompactionRecord` for
+            each clearing (and for each one skipped as not worth it).
+
+    Raises:
+        InvalidArgumentError: For a negative or non-int count, or a pin that
+            is not callable.
+
+    Examples:
+        >>> from mellea_ctx import ChatContext, Message, ToolCall, ToolMessage
+        >>> ctx = ChatContext()
+        >>> for i in range(3):
+        ...     call = ToolCall(f"c{i}", "read_file", '{"path": "a.py"}')
+        ...     ctx = ctx.add(Message("assistant", "", tool_calls=[call]))
+        ...     ctx = ctx.add(ToolMessage("line\\n" * 200, tool_call_id=f"c{i}", name="read_file"))
+        >>> cleared = ClearToolResultsCompactor(keep_last=1, min_clear_tokens=100).compact(ctx)
+        >>> [type(c).__name__ for c in cleared if c.role == "tool"]
+        ['ClearedToolResult', 'ClearedToolResult', 'ToolMessage']
+        >>> cleared.token_count < ctx.token_count
+        True
+    """
+
+    keep_last: int = 3
+    min_clear_tokens: int = attrs.field(default=1_024, kw_only=True)
+    keep_tools: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=frozenset)
+    pin_predicate: PinPredicate = attrs.field(default=pin_system, kw_only=True)
+    on_record: RecordHook | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        _non_negative("keep_last", self.keep_last)
+        _non_negative("min_clear_tokens", self.min_clear_tokens)
+        if not all(isinstance(name, str) for name in self.keep_tools):
+            msg = (
+                f"ClearToolResultsCompactor: keep_tools={sorted(map(repr, self.keep_tools))} "
+                "must hold tool names (str)"
+            )
+            raise InvalidArgumentError(msg)
+        _validate_pin("ClearToolResultsCompactor", self.pin_predicate)
+        if self.on_record is not None and not callable(self.on_record):
+            msg = f"ClearToolResultsCompactor: on_record={self.on_record!r} is not callable"
+            raise InvalidArgumentError(msg)
+
+    def clearable(self, ctx: ChatContext) -> list[int]:
+        """Return the indices of the tool results this compactor would clear in ``ctx``."""
+        items = ctx.as_list()
+        p = prefix_end(items, self.pin_predicate)
+        stop = open_exchange_start(items)
+        results = [i for i, c in enumerate(items) if c.role == "tool" and c.tool_call_id]
+        old = results[: max(len(results) - self.keep_last, 0)]
+        return [
+            i
+            for i in old
+            if p <= i < stop
+            and type(items[i]) is ToolMessage
+            and items[i].name not in self.keep_tools
+        ]
+
+    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+        """Return ``ctx`` with old tool results cleared, or ``ctx`` itself when not worth it.
+
+        Returns a new context; ``ctx`` is not modified. ``backend`` is unused.
+        """
+        return apply_clearing(
+            ctx,
+            {index: None for index in self.clearable(ctx)},
+            min_tokens=self.min_clear_tokens,
+            strategy="ClearToolResultsCompactor",
+            on_record=self.on_record,
+        )
+
+
+def apply_clearing(
+    ctx: ChatContext,
+    notes: Mapping[int, str | None],
+    *,
+    min_tokens: int,
+    strategy: str,
+    on_record: RecordHook | None,
+) -> ChatContext:
+    """Return ``ctx`` with the tool results at ``notes``' indices cleared, if worth it.
+
+    Each becomes a :class:`~mellea_ctx.ClearedToolResult` (with its note) when
+    that makes it smaller; if the savings together are under ``min_tokens``
+    (or nothing), ``ctx`` itself comes back. Returns a new context; ``ctx`` is
+    not modified.
+    """
+    if not notes:
+        return ctx
+    items = ctx.as_list()
+    counter = ctx.counter
+    swaps: dict[int, Component] = {}
+    saved = 0
+    for index, note in notes.items():
+        original = items[index]
+        assert isinstance(original, ToolMessage)
+        size = count_memoized(counter, original)
+        placeholder = ClearedToolResult.of(original, tokens=size, replaced=ctx, note=note)
+        gain = size - count_memoized(counter, placeholder)
+        if gain > 0:
+            swaps[index] = placeholder
+            saved += gain
+    if not swaps or saved < max(min_tokens, 1):
+        if swaps:
+            _record(strategy, on_record, ctx, ctx, "skipped", _not_worth(saved, min_tokens))
+        return ctx
+    lo, hi = min(swaps), max(swaps) + 1
+    result = ctx._replace(lo, hi, [swaps.get(i, items[i]) for i in range(lo, hi)])
+    _record(strategy, on_record, ctx, result, "applied", "", removed=len(swaps))
+    return result
+
+
+def _record(
+    strategy: str,
+    hook: RecordHook | None,
+    before: ChatContext,
+    after: ChatContext,
+    outcome: Outcome,
+    reason: str,
+    removed: int = 0,
+) -> None:
+    if hook is None and record_sink.get() is None:
+        return
+    record = CompactionRecord(
+        strategy=strategy,
+        outcome=outcome,
+        reason=reason,
+        components_before=len(before),
+        components_after=len(after),
+        tokens_before=before.token_count,
+        tokens_after=after.token_count,
+        removed=removed,
+    )
+    emit_record(record, hook)
+
+
+def _not_worth(saved: int, minimum: int) -> str:
+    return (
+        f"clearing would save {saved} tokens, under min_clear_tokens={minimum}; "
+        "each clearing rewrites the cached prompt prefix, so it waits until it is worth it"
+    )

@@ -1,0 +1,218 @@
+"""TieredCompactor: cheap compactions first, the summary as the last resort.
+
+Past its trigger, a :class:`TieredCompactor` runs its tiers in order, each on
+what the previous one left, and stops at the first result at or under its
+target: clearing old tool results costs no model call and often suffices; a
+summary runs only when it does not. Since each tier builds on the last, a
+summary that does run summarizes the cleared history (cheaper to send), and
+the placeholders it folds in still hold their originals (the checkpoint's
+``span`` keeps them).
+
+One :class:`~mellea_ctx.CompactionRecord` says which tier's result was kept
+(``tier``, its index) and whether the target was met (``over_target``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._core.exceptions import InvalidArgumentError
+from .._core.protocols import Compactor, InlineCompactor
+from .._core.tool_tokens import request_overhead
+from .budget import Window, resolve_budget
+from .records import CompactionRecord, RecordHook, emit_record
+from .token_budget import TokenBudgetCompactor
+from .window import ThresholdCompactor
+
+if TYPE_CHECKING:
+    from .._core.context import ChatContext
+    from .._core.protocols import Backend
+
+__all__ = ["TieredCompactor"]
+
+
+def _forced(tier: Any) -> Any:
+    """The compactor to run when ``tier`` is forced: a threshold gate is looked through."""
+    while isinstance(tier, ThresholdCompactor):
+        tier = tier.inner
+    return tier
+
+
+class TieredCompactor(InlineCompactor):
+    """Try each compactor in order; keep the first result at or under ``target_tokens``.
+
+    Nothing runs until the context is past ``max_tokens`` (or ``force``).
+    Then each tier runs on the previous tier's result, forced past its own
+    trigger (a :class:`~mellea_ctx.TokenBudgetCompactor` gets
+    ``force=True``, a :class:`~mellea_ctx.ThresholdCompactor` is looked
+    through), and the first result at or under ``target_tokens`` is kept.
+    When none gets there, the last result is kept and reported
+    ``over_target=True``. Put the summary last. Forced (``react`` after the
+    provider said the request is too long, or the model's
+    ``compact_context``), a context already under the target still goes on
+    to the first tier that changes it.
+
+    Budgets are token counts, or fractions of a model's window: with
+    ``window="gpt-4o"`` (or a token count), ``max_tokens=0.8`` compacts at
+    80% of it and ``target_tokens=0.5`` aims at half. ``reserve_tokens``
+    (tool definitions, the answer's room) counts against both.
+
+    Riding inline, it calls a model only when the cheap tiers fall short, and
+    only past ``max_tokens``.
+
+    Args:
+        tiers: The compactors, cheapest first.
+        max_tokens: The trigger: tokens, or a fraction of ``window``.
+        target_tokens: Where to aim (default: ``max_tokens``).
+        window: The model's context window, in tokens or as a model name
+            known to :func:`~mellea_ctx.context_window`; needed for fractions.
+        reserve_tokens: Tokens each request carries besides the history.
+        on_record: Receives one record per compaction that ran.
+
+    Raises:
+        InvalidArgumentError: For no tiers, a tier without ``compact``, or a
+            bad budget.
+
+    Examples:
+        >>> from mellea_ctx import ClearToolResultsCompactor, WindowCompactor
+        >>> tiers = TieredCompactor(
+        ...     [ClearToolResultsCompactor(keep_last=2), WindowCompactor(size=20)],
+        ...     max_tokens=0.8, target_tokens=0.5, window=128_000,
+        ... )
+        >>> tiers.max_tokens, tiers.target_tokens
+        (102400, 64000)
+    """
+
+    def __init__(
+        self,
+        tiers: Iterable[Compactor],
+        *,
+        max_tokens: float,
+        target_tokens: float | None = None,
+        window: Window = None,
+        reserve_tokens: int = 0,
+        on_record: RecordHook | None = None,
+    ) -> None:
+        owner = "TieredCompactor"
+        self.tiers: tuple[Compactor, ...] = tuple(tiers)
+        if not self.tiers:
+            msg = f"{owner}: tiers=() is empty; pass compactors, cheapest first"
+            raise InvalidArgumentError(msg)
+        for tier in self.tiers:
+            if not callable(getattr(tier, "compact", None)):
+                msg = (
+                    f"{owner}: tier {tier!r} has no compact() method; pass compactors such "
+                    "as ClearToolResultsCompactor() or TokenBudgetCompactor(...)"
+                )
+                raise InvalidArgumentError(msg)
+        self.max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
+        target = max_tokens if target_tokens is None else target_tokens
+        self.target_tokens = resolve_budget(owner, "target_tokens", target, window)
+        if self.target_tokens > self.max_tokens:
+            msg = (
+                f"{owner}: target_tokens={target!r} ({self.target_tokens} tokens) is above "
+                f"max_tokens={max_tokens!r} ({self.max_tokens} tokens); aim at or below the trigger"
+            )
+            raise InvalidArgumentError(msg)
+        if isinstance(reserve_tokens, bool) or not isinstance(reserve_tokens, int):
+            msg = f"{owner}: reserve_tokens={reserve_tokens!r} must be an int >= 0 (tokens)"
+            raise InvalidArgumentError(msg)
+        if reserve_tokens < 0:
+            msg = f"{owner}: reserve_tokens={reserve_tokens!r} must be an int >= 0 (tokens)"
+            raise InvalidArgumentError(msg)
+        self.reserve_tokens = reserve_tokens
+        if on_record is not None and not callable(on_record):
+            msg = f"{owner}: on_record={on_record!r} is not callable"
+            raise InvalidArgumentError(msg)
+        self.on_record = on_record
+
+    def size(self, ctx: ChatContext) -> int:
+        """Return what a request with ``ctx`` costs: its tokens, ``reserve_tokens``, and the
+        tool definitions ``react`` is about to send (:data:`request_overhead`)."""
+        return ctx.token_count + self.reserve_tokens + request_overhead.get()
+
+    def due(self, ctx: ChatContext) -> bool:
+        """Return whether ``ctx`` is past the trigger."""
+        return self.size(ctx) > self.max_tokens
+
+    def compact(
+        self, ctx: ChatContext, *, backend: Backend | None = None, force: bool = False
+    ) -> ChatContext:
+        """Return ``ctx`` compacted by the first tier that reaches the target, or ``ctx``.
+
+        Returns a new context; ``ctx`` is not modified.
+        """
+        if not (force or self.due(ctx)):
+            return ctx
+        current, kept = ctx, None
+        for index, tier in enumerate(self.tiers):
+            chosen = _forced(tier)
+            if isinstance(chosen, (TokenBudgetCompactor, TieredCompactor)):
+                result = chosen.compact(current, backend=backend, force=True)
+            else:
+                result = chosen.compact(current, backend=backend)
+            if result is not current:
+                current, kept = result, index
+            if self.size(current) <= self.target_tokens and (kept is not None or not force):
+                break
+        return self._settle(ctx, current, kept)
+
+    async def acompact(
+        self, ctx: ChatContext, *, backend: Backend | None = None, force: bool = False
+    ) -> ChatContext:
+        """Async form of :meth:`compact`: awaits each tier's ``acompact`` when it has one."""
+        if not (force or self.due(ctx)):
+            return ctx
+        current, kept = ctx, None
+        for index, tier in enumerate(self.tiers):
+            chosen = _forced(tier)
+            result: ChatContext
+            if isinstance(chosen, (TokenBudgetCompactor, TieredCompactor)):
+                result = await chosen.acompact(current, backend=backend, force=True)
+            elif hasattr(chosen, "acompact"):
+                result = await chosen.acompact(current, backend=backend)
+            else:
+                result = chosen.compact(current, backend=backend)
+            if result is not current:
+                current, kept = result, index
+            if self.size(current) <= self.target_tokens and (kept is not None or not force):
+                break
+        return self._settle(ctx, current, kept)
+
+    def _settle(self, ctx: ChatContext, result: ChatContext, kept: int | None) -> ChatContext:
+        over = self.size(result) > self.target_tokens
+        if kept is None:
+            outcome, reason = "skipped", "no tier could make the context smaller"
+        else:
+            outcome = "applied"
+            name = type(self.tiers[kept]).__name__
+            reason = (
+                f"tier {kept} ({name}) brought {self.size(ctx)} tokens to {self.size(result)}, "
+                + ("still over" if over else "at or under")
+                + f" the target of {self.target_tokens}"
+            )
+        if ctx.compactor is not None and result.compactor is not ctx.compactor:
+            result = result._with(compactor=ctx.compactor)
+        emit_record(
+            CompactionRecord(
+                strategy="TieredCompactor",
+                outcome=outcome,  # type: ignore[arg-type]
+                reason=reason,
+                components_before=len(ctx),
+                components_after=len(result),
+                tokens_before=ctx.token_count,
+                tokens_after=result.token_count,
+                over_target=over,
+                tier=kept,
+            ),
+            self.on_record,
+        )
+        return result
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(tier).__name__ for tier in self.tiers)
+        return (
+            f"TieredCompactor([{names}], max_tokens={self.max_tokens}, "
+            f"target_tokens={self.target_tokens})"
+        )
