@@ -342,22 +342,27 @@ class TestCompaction:
 class TestTokensAndRepair:
     """Token counting and repair know the Responses parts."""
 
+    @pytest.mark.xfail(
+        strict=True, reason="the token counter reads the text view; issue 11 counts every part"
+    )
     def test_reasoning_and_opaque_items_count(self) -> None:
-        """A reasoning summary and an opaque item count tokens."""
-        bare = from_responses([{"role": "user", "content": "hi"}])
-        full = from_responses(
-            [
-                {"role": "user", "content": "hi"},
-                {
-                    "type": "reasoning",
-                    "id": "rs_1",
-                    "summary": [{"type": "summary_text", "text": "Thinking about the files " * 5}],
-                },
-                {"type": "compaction", "id": "cmp_1", "encrypted_content": "x" * 200},
-            ]
-        )
+        """A longer reasoning summary and a larger opaque item cost more tokens."""
+
+        def step(summary: str, encrypted: str) -> list[Any]:
+            return from_responses(
+                [
+                    {
+                        "type": "reasoning",
+                        "id": "rs_1",
+                        "summary": [{"type": "summary_text", "text": summary}],
+                    },
+                    {"type": "compaction", "id": "cmp_1", "encrypted_content": encrypted},
+                ]
+            )
+
         counter = default_counter()
-        assert sum(map(counter.count, full)) > sum(map(counter.count, bare))
+        small, large = step("ok", "x"), step("Thinking about the files " * 5, "x" * 200)
+        assert sum(map(counter.count, large)) > sum(map(counter.count, small))
 
     def test_repair_responses(self) -> None:
         """repair_history(provider="responses") answers a closed call and drops an orphan."""

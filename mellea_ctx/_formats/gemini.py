@@ -301,8 +301,9 @@ def _write_call(call: ToolCall) -> dict[str, Any]:
     return _with_inner(call.extra, "functionCall", inner)
 
 
-def _write_response(result: Component) -> dict[str, Any]:
-    name = result.name or "tool"
+def _write_response(result: Component, names: Mapping[str, str]) -> dict[str, Any]:
+    # Gemini pairs a response with its call by name: a result without one takes its call's.
+    name = result.name or names.get(result.tool_call_id or "", "tool")
     inner: dict[str, Any] = {"name": name}
     call_id = result.tool_call_id
     if call_id and not call_id.startswith(SYNTHETIC_ID_PREFIX):
@@ -325,9 +326,10 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
     """Return ``components`` as a Gemini request's ``contents`` (and ``systemInstruction``).
 
     Leading system and developer messages become ``systemInstruction``
-    (their parts joined); later ones are sent as user text. Consecutive tool
-    results form one user content of ``functionResponse`` parts, as Gemini
-    wants every response to one model turn together.
+    (their parts joined); later ones are sent as user text. The tool results
+    after a model turn form one user content of ``functionResponse`` parts,
+    right after that turn, as Gemini wants every response to one model turn
+    together (user text after the turn follows them, as for Anthropic).
 
     Args:
         components: The history, oldest first (a ``ChatContext`` works).
@@ -352,21 +354,22 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
         parts = [block for c in items[:start] for block in _written(c.parts)]
         body["systemInstruction"] = {**extra, "parts": parts}
     contents: list[dict[str, Any]] = []
+    answers: dict[str, Any] | None = None  # the user content of the last model turn's responses
+    run = 0  # where the user contents after the last model turn start
+    names: dict[str, str] = {}  # call id -> tool name
     for component in items[start:]:
         extra = thaw_json(component.extra)
         if component.role == "tool":
-            if contents and contents[-1].get("_answers"):
-                contents[-1]["parts"].append(_write_response(component))
-            else:
-                contents.append(
-                    {"role": "user", "parts": [_write_response(component)], "_answers": True}
-                )
+            if answers is None:  # responses come first in their user turn, as Gemini wants
+                answers = {"role": "user", "parts": []}
+                contents.insert(run, answers)
+            answers["parts"].append(_write_response(component, names))
         elif component.role == "assistant":
             parts = _written(component.parts) + [_write_call(c) for c in component.tool_calls]
             contents.append({**extra, "role": "model", "parts": parts})
+            answers, run = None, len(contents)
+            names.update((call.id, call.name) for call in component.tool_calls)
         else:
             contents.append({"role": "user", "parts": _written(component.parts), **extra})
-    for content in contents:
-        content.pop("_answers", None)
     body = {"contents": contents, **body}
     return body
