@@ -224,7 +224,7 @@ def compact(
             f"(message {index}: {problem}); nothing was written. Please report this."
         )
         raise Failure(msg)
-    write(_document(kept, transcript.format), output)
+    write(_document(kept, transcript.format, transcript.body), output)
     record = records[-1] if records else None
     report.print(
         compact_report(

@@ -195,7 +195,15 @@ def from_gemini(
         >>> [c.role for c in out], out[1].tool_calls[0].id == out[2].tool_call_id
         (['user', 'assistant', 'tool'], True)
     """
+    return _read(contents, system_instruction)[0]
+
+
+def _read(
+    contents: Iterable[Mapping[str, Any]], system_instruction: Mapping[str, Any] | None = None
+) -> tuple[list[Component], list[int]]:
+    """The components, and the index of the content each came from (-1: systemInstruction)."""
     out: list[Component] = []
+    starts: list[int] = []
     if system_instruction is not None:
         if not isinstance(system_instruction, Mapping):
             raise _fail("systemInstruction", f"{short_repr(system_instruction)} must be an object")
@@ -246,7 +254,8 @@ def from_gemini(
                 raise _fail(where, f"role={short_repr(role)} must be 'user' or 'model'")
         except InvalidComponentError as exc:
             raise _fail(where, str(exc)) from exc
-    return out
+        starts += [index] * (len(out) - len(starts))
+    return out, starts
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -344,8 +353,14 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
         {'contents': [{'role': 'user', 'parts': [{'text': 'hi'}]}],
          'systemInstruction': {'parts': [{'text': 'Be brief.'}]}}
     """
+    return _write(components)[0]
+
+
+def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int]]:
+    """The body, and for each content the index of the component it starts with."""
     items = list(components)
     body: dict[str, Any] = {}
+    owners: list[int] = []
     start = 0
     while start < len(items) and items[start].role in ("system", "developer"):
         start += 1
@@ -357,19 +372,21 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
     answers: dict[str, Any] | None = None  # the user content of the last model turn's responses
     run = 0  # where the user contents after the last model turn start
     names: dict[str, str] = {}  # call id -> tool name
-    for component in items[start:]:
+    for offset, component in enumerate(items[start:]):
         extra = thaw_json(component.extra)
         if component.role == "tool":
             if answers is None:  # responses come first in their user turn, as Gemini wants
                 answers = {"role": "user", "parts": []}
                 contents.insert(run, answers)
+                owners.insert(run, start + offset)
             answers["parts"].append(_write_response(component, names))
         elif component.role == "assistant":
             parts = _written(component.parts) + [_write_call(c) for c in component.tool_calls]
             contents.append({**extra, "role": "model", "parts": parts})
+            owners.append(start + offset)
             answers, run = None, len(contents)
             names.update((call.id, call.name) for call in component.tool_calls)
         else:
             contents.append({"role": "user", "parts": _written(component.parts), **extra})
-    body = {"contents": contents, **body}
-    return body
+            owners.append(start + offset)
+    return {"contents": contents, **body}, owners

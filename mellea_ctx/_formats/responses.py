@@ -206,7 +206,13 @@ class _Step:
     def __init__(self) -> None:
         self.reset()
 
+    def begin(self, index: int) -> None:
+        """Note ``index`` as the step's first item when nothing is in it yet."""
+        if not (self.parts or self.calls or self.message is not None):
+            self.start = index
+
     def reset(self) -> None:
+        self.start = 0
         self.parts: list[Part] = []
         self.calls: list[ToolCall] = []
         self.message: dict[str, Any] | None = None
@@ -218,8 +224,9 @@ class _Step:
             return False
         return bool(self.calls) or self.message is not None
 
-    def flush(self, out: list[Component]) -> None:
+    def flush(self, out: list[Component], starts: list[int]) -> None:
         if self.parts or self.calls or self.message is not None:
+            starts.append(self.start)
             out.append(
                 ModelOutputThunk(
                     parts=self.parts,
@@ -266,7 +273,13 @@ def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Component]:
         >>> [c.role for c in out], out[1].parts[0].signature, out[1].tool_calls[0].id
         (['user', 'assistant', 'tool'], 'gAAA', 'c1')
     """
+    return _read(items)[0]
+
+
+def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int]]:
+    """The components of ``items``, and the index of the first item of each."""
     out: list[Component] = []
+    starts: list[int] = []
     step = _Step()
     for index, item in enumerate(items):
         where = f"item {index}"
@@ -276,31 +289,36 @@ def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Component]:
         try:
             if kind == "message" and item.get("role") == "assistant":
                 if step.closed_to("message"):
-                    step.flush(out)
+                    step.flush(out, starts)
+                step.begin(index)
                 parts, step.structured = _read_content(item.get("content"), "assistant", where)
                 step.parts += parts
                 step.message = _rest(item, "content")
             elif kind == "message":
-                step.flush(out)
+                step.flush(out, starts)
                 role = item.get("role")
                 parts, structured = _read_content(item.get("content"), str(role), where)
                 extra = _rest(item, "role", "content")
                 out.append(Message(role, parts, extra=extra, structured=structured))  # type: ignore[arg-type]
+                starts.append(index)
             elif kind in CALLS:
+                step.begin(index)
                 step.calls.append(_read_call(item, where))
             elif kind in OUTPUTS:
-                step.flush(out)
+                step.flush(out, starts)
                 out.append(_read_output(item, where))
+                starts.append(index)
             else:
                 if step.closed_to("item"):
-                    step.flush(out)
+                    step.flush(out, starts)
                 reasoning = kind == "reasoning" and item.get("id") is not None
                 part = _read_reasoning(item) if reasoning else OpaquePart(ITEM_PROVIDER, item)
+                step.begin(index)
                 step.parts.append(part)
         except InvalidComponentError as exc:
             raise _fail(where, str(exc)) from exc
-    step.flush(out)
-    return out
+    step.flush(out, starts)
+    return out, starts
 
 
 # -- writing -----------------------------------------------------------------------------------

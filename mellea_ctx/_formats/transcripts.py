@@ -29,6 +29,7 @@ from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .anthropic import anthropic_document, read_turns
 from .locate import _array_labels
 from .openai import _parse_message, to_openai
+from .wire_files import detect, parse, wire_document
 
 __all__ = [
     "Format",
@@ -43,8 +44,9 @@ Format = Literal["json", "jsonl"]
 
 #: A transcript as the command line reads and writes it: the two OpenAI file
 #: formats, or Anthropic Messages turns (a JSON array, or an object with
-#: ``system`` and ``messages``).
-TranscriptFormat = Literal["json", "jsonl", "anthropic"]
+#: ``system`` and ``messages``), OpenAI Responses API items, or Gemini contents
+#: (both read and written by ``wire_files``).
+TranscriptFormat = Literal["json", "jsonl", "anthropic", "responses", "gemini"]
 
 
 def _unreadable(exc: Exception) -> str:
@@ -64,6 +66,7 @@ class _Transcript:
     components: list[Component]
     format: TranscriptFormat
     locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
+    body: dict[str, Any] | None = None  # a request body's other keys, written back around it
 
 
 def _detect(text: str, suffix: str) -> Format:
@@ -206,6 +209,9 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
             msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
             raise InvalidContextError(msg)
         return _parse_anthropic(_loads(text, source), source, text)
+    if fmt == "responses" or fmt == "gemini":
+        components, locations, body = parse(_loads(text, source), fmt, source)
+        return _Transcript(components, fmt, locations, body)
     if fmt is not None:
         return _parse_transcript(text, source, fmt, lines=True)
     detected = _detect(text, suffix)
@@ -215,6 +221,10 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
             data = json.loads(text)
         except (RecursionError, ValueError):
             data = None  # let the OpenAI reader report it, with its hints
+        wire = detect(data)
+        if wire is not None:
+            components, locations, body = parse(data, wire, source)
+            return _Transcript(components, wire, locations, body)
         if data is not None and _looks_anthropic(data):
             return _parse_anthropic(data, source, text)
     return _parse_transcript(text, source, detected, lines=True)
@@ -234,10 +244,15 @@ def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None)
     return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
 
 
-def _document(components: Iterable[Component], fmt: TranscriptFormat) -> bytes:
-    """Return ``components`` serialised in ``fmt``, as UTF-8 bytes."""
-    if fmt == "anthropic":
-        document = anthropic_document(components)
+def _document(
+    components: Iterable[Component], fmt: TranscriptFormat, body: dict[str, Any] | None = None
+) -> bytes:
+    """Return ``components`` serialised in ``fmt`` (inside ``body``, if any), as UTF-8 bytes."""
+    if fmt == "anthropic" or fmt == "responses" or fmt == "gemini":
+        if fmt == "anthropic":
+            document = anthropic_document(components)
+        else:
+            document = wire_document(components, fmt, body)
         try:
             return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
