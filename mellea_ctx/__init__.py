@@ -14,6 +14,7 @@ from ._backends.anthropic import AnthropicBackend
 from ._backends.bridge import run_blocking
 from ._backends.extractive import ExtractiveBackend
 from ._backends.openai import OpenAIBackend
+from ._backends.openai_responses import OpenAIResponsesBackend
 from ._backends.scripted import ScriptedBackend, ScriptedReply
 from ._compaction.events import Event, EventHook, EventKind
 from ._compaction.prompts import (
@@ -139,6 +140,7 @@ __all__ = [
     "ModelOutputThunk",
     "NotInlineCompactorError",
     "OpenAIBackend",
+    "OpenAIResponsesBackend",
     "Outcome",
     "PinPredicate",
     "Provider",
