@@ -113,6 +113,7 @@ def _read(body: dict[str, Any]) -> list[Any]:
 class TestRoundTrip:
     """Reading contents then writing them back is the identity."""
 
+    @settings(max_examples=300)
     @given(histories(valid=False))
     def test_identity(self, body: dict[str, Any]) -> None:
         """Every generated body comes back as the same JSON value, signatures included."""
@@ -220,6 +221,7 @@ class TestReadErrors:
 class TestValidate:
     """validate_gemini follows the documented rules."""
 
+    @settings(max_examples=300)
     @given(histories())
     def test_generated_valid(self, body: dict[str, Any]) -> None:
         """Every valid generated body validates."""
@@ -280,6 +282,7 @@ def _has_contents(components: list[Any]) -> bool:
 class TestCompaction:
     """Every compactor on a history read from Gemini contents gives contents that validate."""
 
+    @settings(max_examples=100)
     @given(histories(), compactors)
     def test_window_and_threshold(self, body: dict[str, Any], compactor: Any) -> None:
         """WindowCompactor and ThresholdCompactor keep calls and responses together."""

@@ -151,6 +151,7 @@ def histories(draw: Any, *, valid: bool = True) -> list[dict[str, Any]]:
 class TestRoundTrip:
     """Reading items then writing them back is the identity."""
 
+    @settings(max_examples=300)
     @given(histories(valid=False))
     def test_identity(self, items: list[dict[str, Any]]) -> None:
         """Every generated item list, valid or not, comes back as the same JSON value."""
@@ -231,6 +232,7 @@ class TestReadErrors:
 class TestValidate:
     """validate_responses follows the documented rules."""
 
+    @settings(max_examples=300)
     @given(histories())
     def test_generated_valid(self, items: list[dict[str, Any]]) -> None:
         """Every valid generated history validates."""
@@ -314,6 +316,7 @@ class TestValidate:
 class TestCompaction:
     """Every compactor on a history read from Responses items gives items that validate."""
 
+    @settings(max_examples=100)
     @given(histories(), compactors)
     def test_window_and_threshold(self, items: list[dict[str, Any]], compactor: Any) -> None:
         """WindowCompactor and ThresholdCompactor keep calls, outputs and reasoning together."""
