@@ -14,6 +14,7 @@ from ._backends.anthropic import AnthropicBackend
 from ._backends.bridge import run_blocking
 from ._backends.extractive import ExtractiveBackend
 from ._backends.openai import OpenAIBackend
+from ._backends.openai_responses import OpenAIResponsesBackend
 from ._backends.scripted import ScriptedBackend, ScriptedReply
 from ._backends.windows import context_window, output_limit
 from ._compaction.clear_results import ClearToolResultsCompactor
@@ -90,9 +91,13 @@ from ._core.protocols import Backend, Compactor, InlineCompactor
 from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
 from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
 from ._formats.anthropic import from_anthropic, to_anthropic
+from ._formats.gemini import from_gemini, to_gemini
+from ._formats.gemini_rules import validate_gemini
 from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
 from ._formats.notes import LossyConversionWarning
 from ._formats.openai import from_openai, to_openai, validate_openai
+from ._formats.responses import from_responses, to_responses
+from ._formats.responses_rules import validate_responses
 from ._formats.serialize import (
     component_from_record,
     component_to_record,
@@ -162,6 +167,7 @@ __all__ = [
     "NotInlineCompactorError",
     "OpaquePart",
     "OpenAIBackend",
+    "OpenAIResponsesBackend",
     "Outcome",
     "Part",
     "PinPredicate",
@@ -216,7 +222,9 @@ __all__ = [
     "dump_conversation",
     "extract_facts",
     "from_anthropic",
+    "from_gemini",
     "from_openai",
+    "from_responses",
     "load_anthropic",
     "load_conversation",
     "missing_facts",
@@ -231,10 +239,14 @@ __all__ = [
     "repair_history",
     "run_blocking",
     "to_anthropic",
+    "to_gemini",
     "to_openai",
+    "to_responses",
     "tool",
     "tool_schema",
     "validate_anthropic",
+    "validate_gemini",
     "validate_openai",
     "validate_prompt_template",
+    "validate_responses",
 ]

@@ -451,5 +451,6 @@ class TestRepair:
 
     def test_unknown_provider(self) -> None:
         """An unknown provider is refused, naming the choices."""
-        with pytest.raises(InvalidArgumentError, match="'openai' or 'anthropic'"):
-            repair_history([], provider="gemini")  # type: ignore[arg-type]
+        expected = "'openai', 'anthropic', 'responses' or 'gemini'"
+        with pytest.raises(InvalidArgumentError, match=expected):
+            repair_history([], provider="bedrock")  # type: ignore[arg-type]

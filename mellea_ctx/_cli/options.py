@@ -33,6 +33,8 @@ FORMATS: Final[dict[str, TranscriptFormat]] = {
     "openai": "json",
     "jsonl": "jsonl",
     "anthropic": "anthropic",
+    "responses": "responses",
+    "gemini": "gemini",
 }
 
 #: ``--boundary`` choices: where a budget compaction may begin the recent part.

@@ -14,6 +14,7 @@ from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
 from .._formats.openai import _problems
+from .._formats.wire_files import problems as wire_problems
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -102,6 +103,8 @@ def stats(
         "openai": _problems(transcript.components, transcript.locations.__getitem__),
         "anthropic": anthropic_problems(transcript),
     }
+    if transcript.format == "responses" or transcript.format == "gemini":
+        problems[transcript.format] = wire_problems(transcript.components, transcript.format)
     stdout().print(
         stats_report(
             ctx,

@@ -8,6 +8,7 @@ from .._formats.content_rules import content_problems
 from .._formats.history import Provider, repair_history
 from .._formats.openai import _problems
 from .._formats.transcripts import _document
+from .._formats.wire_files import problems as wire_problems
 from .changes import compare, parse_output
 from .options import CONTEXT, format_option
 from .report import problems_table
@@ -25,6 +26,10 @@ openai:     every tool result right after the assistant message that called
 anthropic:  user first; every tool_result in the user turn right after its
             tool_use; every tool_use of a closed turn answered; ids unique;
             no system message after the start.
+responses:  the Responses API's item rules: every function_call_output answers
+            an earlier call by call_id; reasoning stays with its calls.
+gemini:     functionCall turns right after a user turn; each answered, by id
+            or by name and order, in the next user content.
 
 The exit status is 0 when the conversation is valid, 1 when it is not. With
 --repair, orphan tool results are dropped, unanswered calls get a placeholder
@@ -49,8 +54,8 @@ Examples:
 @click.argument("file", metavar="FILE")
 @click.option(
     "--provider",
-    type=click.Choice(["openai", "anthropic"]),
-    help="Whose rules [default: the file's format: anthropic for Anthropic files].",
+    type=click.Choice(["openai", "anthropic", "responses", "gemini"]),
+    help="Whose rules [default: the file's format: openai for Chat Completions files].",
 )
 @click.option("--repair", is_flag=True, help="Write a repaired conversation.")
 @click.option("-o", "--output", metavar="OUT", help="With --repair: where [default: stdout].")
@@ -61,13 +66,18 @@ def validate(
     if output is not None and not repair:
         raise click.UsageError("-o/--output goes with --repair")
     transcript, source = load(file, fmt)
-    chosen: Provider = provider or ("anthropic" if transcript.format == "anthropic" else "openai")
+    fmt_ = transcript.format
+    chosen: Provider = provider or (
+        fmt_ if fmt_ in ("anthropic", "responses", "gemini") else "openai"
+    )
     items = transcript.components
     if chosen == "openai":
         problems = _problems(items, transcript.locations.__getitem__)
         problems = sorted(problems + content_problems(items, "openai"), key=lambda p: p[0])
-    else:
+    elif chosen == "anthropic":
         problems = anthropic_problems(transcript)
+    else:
+        problems = wire_problems(items, chosen)
     report = stderr() if repair and to_stdout(output) else stdout()
     located = [(transcript.locations[index], text) for index, text in problems]
     unit = "turn" if transcript.format == "anthropic" else "message"

@@ -26,7 +26,7 @@ from .content_rules import content_problems, repair_content
 __all__ = ["MISSING_RESULT", "Provider", "repair_history", "validate_anthropic"]
 
 #: A provider whose history rules :func:`repair_history` knows.
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "responses", "gemini"]
 
 #: The content of the result :func:`repair_history` adds for a call that got none.
 MISSING_RESULT: Final = "[no result: this tool call was never answered]"
@@ -238,11 +238,14 @@ def _scan_anthropic(items: Sequence[Component]) -> _Plan:
 
 
 def _scan(items: Sequence[Component], provider: str) -> _Plan:
-    if provider == "openai":
+    # The Responses API pairs calls and outputs by call_id as Chat Completions
+    # does; Gemini wants each model turn's responses in the next user turn,
+    # as the Messages API does, so each shares those rules.
+    if provider in ("openai", "responses"):
         return _scan_openai(items)
-    if provider == "anthropic":
+    if provider in ("anthropic", "gemini"):
         return _scan_anthropic(items)
-    msg = f"provider={provider!r} must be 'openai' or 'anthropic'"
+    msg = f"provider={provider!r} must be 'openai', 'anthropic', 'responses' or 'gemini'"
     raise InvalidArgumentError(msg)
 
 
@@ -320,7 +323,10 @@ def repair_history(
     Args:
         components: The history, oldest first (a ``ChatContext`` works).
         provider: ``"openai"`` (:func:`~mellea_ctx.validate_openai`'s rules)
-            or ``"anthropic"`` (:func:`validate_anthropic`'s).
+            or ``"anthropic"`` (:func:`validate_anthropic`'s); ``"responses"``
+            repairs as ``"openai"`` (the Responses API pairs outputs with calls
+            the same way) and ``"gemini"`` as ``"anthropic"`` (responses in the
+            next user turn, a user turn first).
 
     Returns:
         ``(history, changes)``; each change is one line ``"message N: ..."``

@@ -29,6 +29,7 @@ from .files import _atomic_write, _dumps
 from .locate import _array_labels
 from .openai import parse_message as _parse_message
 from .openai import to_openai
+from .wire_files import detect, parse, wire_document
 
 __all__ = [
     "Format",
@@ -43,8 +44,9 @@ Format = Literal["json", "jsonl"]
 
 #: A transcript as the command line reads and writes it: the two OpenAI file
 #: formats, or Anthropic Messages turns (a JSON array, or an object with
-#: ``system`` and ``messages``).
-TranscriptFormat = Literal["json", "jsonl", "anthropic"]
+#: ``system`` and ``messages``), OpenAI Responses API items, or Gemini contents
+#: (both read and written by ``wire_files``).
+TranscriptFormat = Literal["json", "jsonl", "anthropic", "responses", "gemini"]
 
 
 def _unreadable(exc: Exception) -> str:
@@ -245,6 +247,10 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
             msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
             raise InvalidContextError(msg)
         return _parse_anthropic(_loads(text, source), source, text)
+    if fmt == "responses" or fmt == "gemini":
+        data = _loads(text, source)
+        components, locations, body = parse(data, fmt, source)
+        return _Transcript(components, fmt, locations, body, raw=data)
     if fmt is not None:
         return _parse_transcript(text, source, fmt, lines=True)
     detected = _detect(text, suffix)
@@ -254,6 +260,10 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
             data = json.loads(text)
         except (RecursionError, ValueError):
             data = None  # let the OpenAI reader report it, with its hints
+        wire = detect(data)
+        if wire is not None:
+            components, locations, body = parse(data, wire, source)
+            return _Transcript(components, wire, locations, body, raw=data)
         if data is not None and _looks_anthropic(data):
             return _parse_anthropic(data, source, text)
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -294,8 +304,11 @@ def _document(
     envelope: dict[str, Any] | None = None,
 ) -> bytes:
     """Return ``components`` serialised in ``fmt`` (inside ``envelope``), as UTF-8 bytes."""
-    if fmt == "anthropic":
-        document = anthropic_document(components, envelope=envelope)
+    if fmt == "anthropic" or fmt == "responses" or fmt == "gemini":
+        if fmt == "anthropic":
+            document = anthropic_document(components, envelope=envelope)
+        else:
+            document = wire_document(components, fmt, envelope)
         try:
             return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape

@@ -1,0 +1,160 @@
+"""``OpenAIResponsesBackend``: the OpenAI Responses API through the official ``openai`` SDK.
+
+Stateless by default, as an agent that keeps its own context must be:
+every request sends the whole history as input items with ``store=False``,
+and asks for ``include=["reasoning.encrypted_content"]`` so that each
+reasoning item comes back encrypted, is kept (verbatim, in a
+:class:`~mellea_ctx._core.parts.ThinkingPart` of the step it belongs to) and
+is sent back with the calls it preceded, which reasoning models require.
+
+A class of its own rather than ``OpenAIBackend(api="responses")``: the two
+APIs share the SDK and the error boundary (:class:`SDKBackend`), but not the
+request (``input`` items, ``instructions``, flat tool definitions, ``store``,
+``include``) nor the answer (output items, ``input_tokens`` usage), so one
+class per wire protocol keeps each one small and its options honest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._core.calls import Usage
+from .._core.components import Component, ModelOutputThunk
+from .._core.exceptions import InvalidArgumentError, InvalidContextError, MalformedResponseError
+from .._core.tools import Tool
+from .._formats.responses import from_responses, to_responses
+from .sdk import SDKBackend, sdk_arguments
+
+__all__ = ["OpenAIResponsesBackend"]
+
+#: What every request carries unless ``model_options`` says otherwise.
+STATELESS: Mapping[str, Any] = {"store": False, "include": ["reasoning.encrypted_content"]}
+
+
+def _tool(definition: Tool) -> dict[str, Any]:
+    """A Responses API function tool: the Chat Completions definition, flattened."""
+    chat = definition.to_openai()
+    return {"type": "function", **chat["function"]}
+
+
+class OpenAIResponsesBackend(SDKBackend):
+    """A backend on OpenAI's Responses API (``client.responses.create``).
+
+    Args:
+        model: The model name (``"gpt-5-mini"``).
+        api_key: The key; defaults to ``OPENAI_API_KEY``. A local server given
+            by ``base_url`` needs none.
+        base_url: The API's base URL; defaults to ``OPENAI_BASE_URL`` or OpenAI's.
+        timeout: Seconds the SDK waits for one response.
+        max_retries: The SDK's own retries (off: the compactors retry).
+        model_options: Defaults for every request (``reasoning``,
+            ``max_output_tokens``...), over ``store=False`` and
+            ``include=["reasoning.encrypted_content"]``; per-call options
+            override them.
+
+    Raises:
+        InvalidArgumentError: When the SDK is missing, or no key is given for
+            OpenAI itself.
+
+    Examples:
+        >>> OpenAIResponsesBackend("gpt-5-mini", base_url="http://127.0.0.1:8080/v1")
+        OpenAIResponsesBackend(model='gpt-5-mini', base_url='http://127.0.0.1:8080/v1')
+    """
+
+    provider = "OpenAI"
+    sdk_module = "openai"
+    sdk_error = "OpenAIError"
+    extra = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 0,
+        model_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key is None:
+            if base_url is None:
+                msg = (
+                    "OpenAIResponsesBackend needs an API key for OpenAI: pass api_key=... or "
+                    "set OPENAI_API_KEY (a local server given by base_url needs none)"
+                )
+                raise InvalidArgumentError(msg)
+            key = "not-needed"
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_options={**STATELESS, **dict(model_options or {})},
+        )
+
+    async def call(
+        self,
+        sdk: Any,
+        messages: Sequence[Component],
+        options: dict[str, Any],
+        tools: Sequence[Tool],
+    ) -> Any:
+        """Make one Responses request with the whole history as input items."""
+        if tools:
+            options["tools"] = [_tool(definition) for definition in tools]
+        async with sdk.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        ) as client:
+            create = client.responses.create
+            return await create(
+                model=self.model, input=to_responses(messages), **sdk_arguments(create, options)
+            )
+
+    def parse(self, response: Any) -> ModelOutputThunk:
+        """Return the output items as one model step: reasoning, text, calls, usage."""
+        return _parse(response)
+
+
+def _parse(response: Any) -> ModelOutputThunk:
+    output = getattr(response, "output", None)
+    if not isinstance(output, list):
+        msg = f"OpenAI Responses: the response has no output list: {str(response)[:200]}"
+        raise MalformedResponseError(msg)
+    items = [
+        item.model_dump(mode="json", exclude_none=True) if hasattr(item, "model_dump") else item
+        for item in output
+    ]
+    try:
+        steps = from_responses(items)
+    except InvalidContextError as exc:
+        raise MalformedResponseError(f"OpenAI Responses: {exc}") from exc
+    if any(not isinstance(step, ModelOutputThunk) for step in steps):
+        msg = f"OpenAI Responses: the output holds items that are not model output: {items!r:.200}"
+        raise MalformedResponseError(msg)
+    usage = None
+    raw = getattr(response, "usage", None)
+    if raw is not None:
+        prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
+        usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+    if len(steps) == 1:
+        only = steps[0]
+        return ModelOutputThunk(
+            parts=only.parts,
+            tool_calls=only.tool_calls,
+            usage=usage,
+            extra=only.extra,
+            structured=only.structured,
+        )
+    # An empty output, or one the reader splits (reasoning after the message): one step.
+    parts = [part for step in steps for part in step.parts]
+    calls = [call for step in steps for call in step.tool_calls]
+    extra = next((step.extra for step in steps if step.extra), None)
+    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, extra=extra)

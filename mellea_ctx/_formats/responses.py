@@ -1,0 +1,448 @@
+"""OpenAI Responses API input items in and out, losslessly.
+
+The Responses API sends a conversation as a flat list of *items*: ``message``
+items (a role and content parts), ``function_call`` and
+``function_call_output`` items paired by ``call_id``, ``reasoning`` items
+(often encrypted, which a stateless ``store=false`` agent must send back),
+``compaction`` items from the compaction endpoint, custom tool calls, and
+the built-in tools' items. Components group what a model produced in one
+step, so :func:`from_responses` folds each run of model output into one
+:class:`ModelOutputThunk`:
+
+* **a model step** is a run of ``reasoning`` and other model-side items,
+  at most one assistant ``message``, then the step's ``function_call`` /
+  ``custom_tool_call`` items. A reasoning item becomes a
+  :class:`ThinkingPart` (``provider="openai"``: its summary as text, its
+  ``encrypted_content`` as ``signature``, every other key in ``extra``); any
+  other model-side item (``compaction``, ``web_search_call``, an item type
+  we do not know) becomes an :class:`OpaquePart` with
+  ``provider="openai-responses"``, the whole item verbatim. The message's
+  own keys (``id``, ``status``, ``type``, ``role``) are the thunk's
+  ``extra``; its content parts follow the item parts. Because the reasoning
+  sits in the same component as the calls it preceded, no compactor can keep
+  one without the other: they drop or keep components whole.
+* a ``function_call_output`` (or ``custom_tool_call_output``) is a
+  :class:`ToolMessage`; a user, system or developer ``message`` is a
+  :class:`Message`.
+
+:func:`to_responses` writes them back, so ``to_responses(from_responses(x))``
+equals ``x`` for every list of items (a property test checks it); keys are
+written back through ``extra``. Parts read from another provider that the
+Responses API cannot take back (Anthropic thinking, other providers' opaque
+blocks) are left out of what it writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .._core.calls import ToolCall
+from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
+from .._core.exceptions import InvalidComponentError, InvalidContextError
+from .._core.parts import (
+    DocumentPart,
+    ImagePart,
+    OpaquePart,
+    Part,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+    thaw_json,
+)
+from .._core.reprs import short_repr
+
+__all__ = ["ITEM_PROVIDER", "PROVIDER", "from_responses", "to_responses"]
+
+#: ``provider`` of the parts read from Responses content and reasoning items.
+PROVIDER: Final = "openai"
+#: ``provider`` of an :class:`OpaquePart` that holds one whole Responses item.
+ITEM_PROVIDER: Final = "openai-responses"
+#: Item types that are a model's call of a tool we run, and the output item answering each.
+CALLS: Final = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+OUTPUTS: Final = {output: call for call, output in CALLS.items()}
+_DATA_URI: Final = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.S)
+
+
+def _fail(where: str, detail: str) -> InvalidContextError:
+    return InvalidContextError(f"{where}: {detail}")
+
+
+def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
+    return {key: value for key, value in block.items() if key not in known}
+
+
+def _default_text_type(role: str) -> str:
+    return "output_text" if role == "assistant" else "input_text"
+
+
+def _read_part(block: object, role: str, where: str) -> Part:
+    """One content part; anything we cannot model exactly stays an opaque part."""
+    if not isinstance(block, Mapping):
+        raise _fail(where, f"{short_repr(block)} must be an object with a 'type'")
+    kind = block.get("type")
+    try:
+        if kind in ("input_text", "output_text") and type(block.get("text")) is str:
+            rest = (
+                _rest(block, "text")
+                if kind != _default_text_type(role)
+                else _rest(block, "type", "text")
+            )
+            return TextPart(block["text"], extra=rest)
+        if kind == "refusal" and type(block.get("refusal")) is str:
+            return RefusalPart(block["refusal"], extra=_rest(block, "type", "refusal"))
+        if kind == "input_image":
+            return _read_image(block)
+        if kind == "input_file":
+            return _read_file(block)
+    except InvalidComponentError:
+        pass
+    return OpaquePart(PROVIDER, block)
+
+
+def _present(block: Mapping[str, Any], key: str) -> str | None:
+    value = block.get(key)
+    return value if type(value) is str else None
+
+
+def _kept(block: Mapping[str, Any], modelled: Sequence[str]) -> dict[str, Any]:
+    """``block`` without ``type`` and without the modelled keys that hold strings."""
+    return {
+        key: value
+        for key, value in block.items()
+        if key != "type" and not (key in modelled and type(value) is str)
+    }
+
+
+def _read_image(block: Mapping[str, Any]) -> Part:
+    url, file_id, detail = (_present(block, k) for k in ("image_url", "file_id", "detail"))
+    extra = _kept(block, ("image_url", "file_id", "detail"))
+    match = _DATA_URI.fullmatch(url) if url is not None else None
+    if match is not None:
+        return ImagePart(
+            data=match["data"],
+            media_type=match["media"],
+            file_id=file_id,
+            detail=detail,
+            extra=extra,
+        )
+    return ImagePart(url=url, file_id=file_id, detail=detail, extra=extra)
+
+
+def _read_file(block: Mapping[str, Any]) -> Part:
+    keys = ("file_data", "file_id", "file_url", "filename")
+    data, file_id, url, name = (_present(block, k) for k in keys)
+    if data is None and file_id is None and url is None:
+        return OpaquePart(PROVIDER, block)
+    extra = _kept(block, keys)
+    return DocumentPart(data=data, file_id=file_id, url=url, name=name, extra=extra)
+
+
+def _read_content(content: object, role: str, where: str) -> tuple[tuple[Part, ...], bool]:
+    """Parts of a message's (or output's) content, and whether it was a list."""
+    if type(content) is str:
+        return (TextPart(content),), False
+    if isinstance(content, list):
+        return tuple(
+            _read_part(block, role, f"{where} content[{i}]") for i, block in enumerate(content)
+        ), True
+    raise _fail(where, f"content={short_repr(content)} must be a string or a list of parts")
+
+
+def _read_reasoning(item: Mapping[str, Any]) -> ThinkingPart:
+    summary = item.get("summary")
+    texts = []
+    if isinstance(summary, list):
+        texts = [
+            s["text"] for s in summary if isinstance(s, Mapping) and type(s.get("text")) is str
+        ]
+    signature = _present(item, "encrypted_content")
+    extra = _kept(item, ("encrypted_content",))
+    return ThinkingPart("\n\n".join(texts), signature=signature, provider=PROVIDER, extra=extra)
+
+
+def _read_call(item: Mapping[str, Any], where: str) -> ToolCall:
+    kind = item["type"]
+    payload = "arguments" if kind == "function_call" else "input"
+    call_id, name, arguments = (item.get(k) for k in ("call_id", "name", payload))
+    for field, value in (("call_id", call_id), ("name", name), (payload, arguments)):
+        if type(value) is not str or (field != payload and not value):
+            expected = "must be a string" if field == payload else "must be a non-empty string"
+            raise _fail(where, f"{kind} {field}={short_repr(value)} {expected}")
+    known = (
+        ("call_id", "name", payload)
+        if kind == "custom_tool_call"
+        else ("type", "call_id", "name", payload)
+    )
+    return ToolCall(call_id, name, arguments, extra=_rest(item, *known))  # type: ignore[arg-type]
+
+
+def _read_output(item: Mapping[str, Any], where: str) -> ToolMessage:
+    call_id = item.get("call_id")
+    if type(call_id) is not str or not call_id:
+        raise _fail(
+            where, f"{item['type']} call_id={short_repr(call_id)} must be a non-empty string"
+        )
+    if "output" not in item:
+        raise _fail(where, f"{item['type']} has no 'output'; pass the tool's result as text")
+    parts, structured = _read_content(item["output"], "tool", where)
+    known = (
+        ("call_id", "output")
+        if item["type"] != "function_call_output"
+        else ("type", "call_id", "output")
+    )
+    return ToolMessage(
+        parts, tool_call_id=call_id, extra=_rest(item, *known), structured=structured
+    )
+
+
+class _Step:
+    """A model step being read: item parts, at most one message, then calls."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def begin(self, index: int) -> None:
+        """Note ``index`` as the step's first item when nothing is in it yet."""
+        if not (self.parts or self.calls or self.message is not None):
+            self.start = index
+
+    def reset(self) -> None:
+        self.start = 0
+        self.parts: list[Part] = []
+        self.calls: list[ToolCall] = []
+        self.message: dict[str, Any] | None = None
+        self.structured = True
+
+    def closed_to(self, kind: str) -> bool:
+        """Whether an item of ``kind`` cannot join this step and must start the next."""
+        if kind == "call":
+            return False
+        return bool(self.calls) or self.message is not None
+
+    def flush(self, out: list[Component], starts: list[int]) -> None:
+        if self.parts or self.calls or self.message is not None:
+            starts.append(self.start)
+            out.append(
+                ModelOutputThunk(
+                    parts=self.parts,
+                    tool_calls=self.calls,
+                    extra=self.message or {},
+                    structured=self.structured,
+                )
+            )
+        self.reset()
+
+
+def _kind(item: Mapping[str, Any]) -> str | None:
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        return "message"
+    return kind if isinstance(kind, str) else None
+
+
+def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Component]:
+    """Return the components of a list of Responses API input (or output) items.
+
+    Args:
+        items: The items, as the ``input`` of ``responses.create`` takes them
+            or as a response's ``output`` holds them (plain dicts).
+
+    Returns:
+        The components, oldest first: one :class:`ModelOutputThunk` per model
+        step (see the module docs), a :class:`ToolMessage` per output item, a
+        :class:`Message` per user, system or developer message.
+
+    Raises:
+        InvalidContextError: For an item that is not an object, a message
+            without a known role or with content that is neither text nor a
+            list, or a call or output without its ``call_id``; the error
+            names the item (``item 3``) and the field.
+
+    Examples:
+        >>> out = from_responses([
+        ...     {"role": "user", "content": "Count the files."},
+        ...     {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+        ...     {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        ...     {"type": "function_call_output", "call_id": "c1", "output": "3 files"},
+        ... ])
+        >>> [c.role for c in out], out[1].parts[0].signature, out[1].tool_calls[0].id
+        (['user', 'assistant', 'tool'], 'gAAA', 'c1')
+    """
+    return _read(items)[0]
+
+
+def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int]]:
+    """The components of ``items``, and the index of the first item of each."""
+    out: list[Component] = []
+    starts: list[int] = []
+    step = _Step()
+    for index, item in enumerate(items):
+        where = f"item {index}"
+        if not isinstance(item, Mapping):
+            raise _fail(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
+        kind = _kind(item)
+        try:
+            if kind == "message" and item.get("role") == "assistant":
+                if step.closed_to("message"):
+                    step.flush(out, starts)
+                step.begin(index)
+                parts, step.structured = _read_content(item.get("content"), "assistant", where)
+                step.parts += parts
+                step.message = _rest(item, "content")
+            elif kind == "message":
+                step.flush(out, starts)
+                role = item.get("role")
+                parts, structured = _read_content(item.get("content"), str(role), where)
+                extra = _rest(item, "role", "content")
+                out.append(Message(role, parts, extra=extra, structured=structured))  # type: ignore[arg-type]
+                starts.append(index)
+            elif kind in CALLS:
+                step.begin(index)
+                step.calls.append(_read_call(item, where))
+            elif kind in OUTPUTS:
+                step.flush(out, starts)
+                out.append(_read_output(item, where))
+                starts.append(index)
+            else:
+                if step.closed_to("item"):
+                    step.flush(out, starts)
+                reasoning = kind == "reasoning" and item.get("id") is not None
+                part = _read_reasoning(item) if reasoning else OpaquePart(ITEM_PROVIDER, item)
+                step.begin(index)
+                step.parts.append(part)
+        except InvalidComponentError as exc:
+            raise _fail(where, str(exc)) from exc
+    step.flush(out, starts)
+    return out, starts
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def _write_part(part: Part, role: str) -> dict[str, Any] | None:
+    extra = thaw_json(part.extra) if not isinstance(part, OpaquePart) else {}
+    if isinstance(part, TextPart):
+        return {"type": _default_text_type(role), "text": part.text, **extra}
+    if isinstance(part, RefusalPart):
+        return {"type": "refusal", "refusal": part.text, **extra}
+    if isinstance(part, ImagePart):
+        block: dict[str, Any] = {"type": "input_image"}
+        url = part.url if part.url is not None else part.data_uri
+        for key, value in (("image_url", url), ("file_id", part.file_id), ("detail", part.detail)):
+            if value is not None:
+                block[key] = value
+        return {**block, **extra}
+    if isinstance(part, DocumentPart):
+        if (
+            part.text is not None
+            and part.data is None
+            and part.file_id is None
+            and part.url is None
+        ):
+            return {"type": _default_text_type(role), "text": part.text}
+        block = {"type": "input_file"}
+        fields = (("file_data", part.data), ("file_id", part.file_id), ("file_url", part.url))
+        for key, value in (*fields, ("filename", part.name)):
+            if value is not None:
+                block[key] = value
+        return {**block, **extra}
+    if isinstance(part, OpaquePart) and part.provider == PROVIDER:
+        return thaw_json(part.block)  # type: ignore[no-any-return]
+    return None  # another provider's block: the Responses API cannot take it
+
+
+def _write_content(parts: Sequence[Part], role: str, structured: bool) -> str | list[Any]:
+    if not structured and len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra:
+        return parts[0].text
+    if not structured and not parts:
+        return ""
+    return [block for block in (_write_part(p, role) for p in parts) if block is not None]
+
+
+def _is_item_part(part: Part) -> bool:
+    if isinstance(part, ThinkingPart):
+        return True
+    return isinstance(part, OpaquePart) and part.provider == ITEM_PROVIDER
+
+
+def _write_item_part(part: Part) -> dict[str, Any] | None:
+    if isinstance(part, OpaquePart):
+        return thaw_json(part.block)  # type: ignore[no-any-return]
+    if not isinstance(part, ThinkingPart) or part.provider != PROVIDER:
+        return None  # another provider's reasoning cannot be verified by OpenAI
+    item: dict[str, Any] = {"type": "reasoning", **thaw_json(part.extra)}
+    item.setdefault("summary", [{"type": "summary_text", "text": part.text}] if part.text else [])
+    if part.signature is not None:
+        item["encrypted_content"] = part.signature
+    return item
+
+
+def _write_call(call: ToolCall) -> dict[str, Any]:
+    extra = thaw_json(call.extra)
+    kind = extra.get("type", "function_call")
+    payload = "input" if kind == "custom_tool_call" else "arguments"
+    return {"type": kind, "call_id": call.id, "name": call.name, payload: call.arguments, **extra}
+
+
+def _write_step(component: Component) -> list[dict[str, Any]]:
+    parts = component.parts
+    lead = 0
+    while lead < len(parts) and _is_item_part(parts[lead]):
+        lead += 1
+    items = [item for item in map(_write_item_part, parts[:lead]) if item is not None]
+    extra = thaw_json(component.extra)
+    if "role" in extra or parts[lead:]:
+        content = _write_content(parts[lead:], "assistant", component.structured)
+        items.append({"role": "assistant", "content": content, **extra})
+    items += [_write_call(call) for call in component.tool_calls]
+    return items
+
+
+def _write_output(component: Component) -> dict[str, Any]:
+    extra = thaw_json(component.extra)
+    kind = extra.get("type", "function_call_output")
+    output = _write_content(component.parts, "tool", component.structured)
+    return {"type": kind, "call_id": component.tool_call_id, "output": output, **extra}
+
+
+def to_responses(components: Iterable[Component]) -> list[dict[str, Any]]:
+    """Return ``components`` as Responses API input items (plain dicts).
+
+    Each component is written from what it tells a provider: a tool result
+    becomes a ``function_call_output``; an assistant component its reasoning
+    and other items, its message, then its calls; any other component a
+    message with its role (``CBlock`` and ``ReactInitiator`` as ``user``).
+
+    Args:
+        components: The history, oldest first (a ``ChatContext`` works).
+
+    Returns:
+        The items, ready for ``client.responses.create(input=...)``.
+
+    Examples:
+        >>> from mellea_ctx import Message, ModelOutputThunk, ToolCall, ToolMessage
+        >>> to_responses([
+        ...     Message("user", "Count the files."),
+        ...     ModelOutputThunk(tool_calls=[ToolCall("c1", "ls")]),
+        ...     ToolMessage("3 files", tool_call_id="c1"),
+        ... ])  # doctest: +NORMALIZE_WHITESPACE
+        [{'role': 'user', 'content': 'Count the files.'},
+         {'type': 'function_call', 'call_id': 'c1', 'name': 'ls', 'arguments': '{}'},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': '3 files'}]
+    """
+    items: list[dict[str, Any]] = []
+    for component in components:
+        role = component.role
+        if role == "tool":
+            items.append(_write_output(component))
+        elif role == "assistant":
+            items += _write_step(component)
+        else:
+            content = _write_content(component.parts, role, component.structured)
+            items.append({"role": role, "content": content, **thaw_json(component.extra)})
+    return items

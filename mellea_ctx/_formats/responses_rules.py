@@ -1,0 +1,263 @@
+"""The Responses API's documented rules for a list of input items: :func:`validate_responses`.
+
+Written from the API reference and the official SDK's item types
+(``openai.types.responses.response_input_item_param``), not from our reader,
+so it judges any item list, whoever wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from .._core.components import Component
+from .._core.reprs import short_repr
+from .responses import CALLS, OUTPUTS, to_responses
+
+__all__ = ["validate_responses"]
+
+#: Content part types each message role takes, and the field each one must hold as a string.
+_INPUT_PARTS: Final = {"input_text": "text", "input_image": None, "input_file": None}
+_ASSISTANT_PARTS: Final = {"output_text": "text", "refusal": "refusal"}
+_ROLES: Final = ("user", "assistant", "system", "developer")
+_DETAILS: Final = ("low", "high", "auto", "original")
+#: Item types the API documents that a model step produces (besides messages and our calls).
+_MODEL_ITEMS: Final = frozenset(
+    {
+        "reasoning",
+        "compaction",
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_call",
+        "tool_search_call",
+    }
+)
+#: Other documented input item types, checked only for being objects with a ``type``.
+_OTHER_ITEMS: Final = frozenset(
+    {
+        "item_reference",
+        "computer_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "mcp_approval_response",
+        "tool_search_output",
+        "additional_tools",
+    }
+)
+
+
+_WANTS: Final = {True: "string", False: "non-empty string"}
+
+
+def _nonempty(value: object) -> bool:
+    return type(value) is str and bool(value)
+
+
+def _image(part: Mapping[str, Any]) -> str | None:
+    if not (_nonempty(part.get("image_url")) or _nonempty(part.get("file_id"))):
+        return "an input_image needs an image_url or a file_id"
+    detail = part.get("detail")
+    if detail is not None and detail not in _DETAILS:
+        return f"input_image detail={short_repr(detail)} must be one of {_DETAILS!r}"
+    return None
+
+
+def _file(part: Mapping[str, Any]) -> str | None:
+    if not any(_nonempty(part.get(k)) for k in ("file_data", "file_id", "file_url")):
+        return "an input_file needs file_data, a file_id or a file_url"
+    return None
+
+
+def _none(_part: Mapping[str, Any]) -> None:
+    return None
+
+
+def _content(content: object, role: str, where: str) -> list[str]:
+    if type(content) is str:
+        return []
+    if not isinstance(content, list):
+        return [f"{where}: content={short_repr(content)} must be a string or a list of parts"]
+    allowed = _ASSISTANT_PARTS if role == "assistant" else _INPUT_PARTS
+    problems = []
+    for index, part in enumerate(content):
+        at = f"{where} content[{index}]"
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if not isinstance(kind, str) or kind not in allowed:
+            problems.append(
+                f"{at}: part type {short_repr(kind)} is not allowed for role {role!r}; "
+                f"use one of {sorted(allowed)!r}"
+            )
+            continue
+        field = allowed[kind]
+        if field is not None and type(part.get(field)) is not str:
+            problems.append(f"{at}: a {kind} part needs {field!r} as a string")
+        elif problem := {"input_image": _image, "input_file": _file}.get(kind, _none)(part):
+            problems.append(f"{at}: {problem}")
+    return problems
+
+
+def _reasoning(item: Mapping[str, Any], where: str) -> list[str]:
+    problems = []
+    if not _nonempty(item.get("id")):
+        problems.append(
+            f"{where}: a reasoning item needs its 'id' (sent back as the model gave it)"
+        )
+    summary = item.get("summary")
+    if not isinstance(summary, list) or not all(
+        isinstance(s, Mapping) and s.get("type") == "summary_text" and type(s.get("text")) is str
+        for s in summary
+    ):
+        problems.append(f"{where}: reasoning summary must be a list of summary_text parts")
+    encrypted = item.get("encrypted_content")
+    if encrypted is not None and type(encrypted) is not str:
+        problems.append(f"{where}: encrypted_content={short_repr(encrypted)} must be a string")
+    return problems
+
+
+def _item_kind(item: object) -> str | None:
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        return "message"
+    return kind if isinstance(kind, str) else None
+
+
+def _shape(item: object, kind: str | None, where: str) -> list[str]:
+    """The problems of one item on its own."""
+    if kind is None or not isinstance(item, Mapping):
+        return [
+            f"{where}: {short_repr(item)} must be an object with a 'type' (or a message 'role')"
+        ]
+    if kind == "message":
+        role = item.get("role")
+        if role not in _ROLES:
+            return [f"{where}: message role={short_repr(role)} must be one of {_ROLES!r}"]
+        return _content(item.get("content"), role, where)
+    if kind in CALLS:
+        payload = "arguments" if kind == "function_call" else "input"
+        return [
+            f"{where}: a {kind} needs {field!r} as a {_WANTS[field == payload]}"
+            for field in ("call_id", "name", payload)
+            if not (type(item.get(field)) is str and (field == payload or item.get(field)))
+        ]
+    if kind in OUTPUTS:
+        problems = []
+        if not _nonempty(item.get("call_id")):
+            problems.append(f"{where}: a {kind} needs 'call_id' as a non-empty string")
+        output = item.get("output")
+        if type(output) is not str:
+            problems += _content(output, "tool", f"{where} output")
+        return problems
+    if kind == "reasoning":
+        return _reasoning(item, where)
+    if kind == "compaction" and not _nonempty(item.get("encrypted_content")):
+        return [f"{where}: a compaction item needs its 'encrypted_content', verbatim"]
+    if kind in _MODEL_ITEMS or kind in _OTHER_ITEMS:
+        return []
+    return [f"{where}: item type {kind!r} is not one the Responses API documents"]
+
+
+def _is_step(kind: str | None, item: object) -> bool:
+    """Whether an item is part of a model step (a step ends at input of any other kind)."""
+    if kind == "message":
+        return isinstance(item, Mapping) and item.get("role") == "assistant"
+    return kind in CALLS or kind in _MODEL_ITEMS
+
+
+def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component]) -> list[str]:
+    """Return the ways a list of Responses API input items breaks the API's rules (empty: valid).
+
+    Components are judged as :func:`~mellea_ctx.to_responses` writes them. The rules:
+
+    * every item is an object with a documented ``type`` (a message may
+      leave it out), with its required fields: a message has a role of
+      ``user``, ``assistant``, ``system`` or ``developer`` and content that is
+      a string or a list of parts (``input_text`` / ``input_image`` /
+      ``input_file`` for user, system and developer; ``output_text`` /
+      ``refusal`` for the assistant); a ``function_call`` has ``call_id``,
+      ``name`` and ``arguments``; a ``reasoning`` item its ``id`` and
+      ``summary``; a ``compaction`` item its ``encrypted_content``;
+    * every ``function_call_output`` answers an earlier ``function_call`` by
+      ``call_id`` (a ``custom_tool_call_output`` a ``custom_tool_call``), once;
+      call ids are unique;
+    * a call may wait for its output only at the end: no user, system or
+      developer message (or other input item) comes after it;
+    * a reasoning item stays with what it preceded: the next item is part of
+      the same model step (reasoning, an assistant message, a call).
+
+    Args:
+        items: The items (dicts), or components to write with :func:`to_responses`.
+
+    Returns:
+        One line per problem, ``"item N: ..."``, in item order.
+
+    Examples:
+        >>> validate_responses([
+        ...     {"role": "user", "content": "hi"},
+        ...     {"type": "function_call_output", "call_id": "c9", "output": "stale"},
+        ... ])
+        ["item 1: function_call_output call_id='c9' answers no earlier function_call"]
+    """
+    listed: list[Any] = list(items)
+    if any(isinstance(item, Component) for item in listed):
+        listed = to_responses(listed)
+    kinds = [_item_kind(item) for item in listed]
+    problems: list[str] = []
+    calls: dict[str, tuple[int, str]] = {}  # call_id -> (item index, kind)
+    answered: set[str] = set()
+    for index, (item, kind) in enumerate(zip(listed, kinds, strict=True)):
+        where = f"item {index}"
+        problems += _shape(item, kind, where)
+        if not isinstance(item, Mapping):
+            continue
+        call_id = item.get("call_id")
+        if kind in CALLS and type(call_id) is str:
+            if call_id in calls:
+                problems.append(
+                    f"{where}: call_id={call_id!r} was already used by item {calls[call_id][0]}"
+                )
+            calls.setdefault(call_id, (index, kind))
+        elif kind in OUTPUTS and type(call_id) is str:
+            call = calls.get(call_id)
+            if call is None or call[1] != OUTPUTS[kind]:
+                problems.append(
+                    f"{where}: {kind} call_id={call_id!r} answers no earlier {OUTPUTS[kind]}"
+                )
+            elif call_id in answered:
+                problems.append(
+                    f"{where}: {kind} call_id={call_id!r} answers a call already answered"
+                )
+            answered.add(call_id)
+        if kind == "reasoning":
+            following = kinds[index + 1] if index + 1 < len(kinds) else None
+            follower = listed[index + 1] if index + 1 < len(listed) else None
+            if not _is_step(following, follower):
+                problems.append(
+                    f"{where}: reasoning item {short_repr(item.get('id'))} is not followed by the "
+                    "output it preceded (an assistant message or a call); keep them together"
+                )
+    last_input = max(
+        (
+            i
+            for i, (k, item) in enumerate(zip(kinds, listed, strict=True))
+            if not _is_step(k, item) and k not in OUTPUTS
+        ),
+        default=-1,
+    )
+    for call_id, (index, kind) in calls.items():
+        if call_id not in answered and index < last_input:
+            problems.append(
+                f"item {index}: {kind} call_id={call_id!r} has no {CALLS[kind]}; only a call "
+                "in the last model step may wait for its output"
+            )
+    return sorted(problems, key=lambda line: int(line.split(":", 1)[0].split()[1]))
