@@ -19,6 +19,7 @@ import pytest
 from mellea_ctx import (
     BackendError,
     ChatContext,
+    Checkpoint,
     CompactionRecord,
     CompactionTimeoutError,
     CompactionWarning,
@@ -226,3 +227,86 @@ class TestCleanTracebacks:
             chain.append(error)
             error = error.__cause__ or error.__context__
         assert not [e for e in chain if "no running event loop" in str(e)]
+
+
+class TestThresholdCrossings:
+    def test_an_inner_compactor_that_cannot_get_under_is_not_run_on_every_add(self) -> None:
+        """Threshold(LLMSummarize(keep_n=4), 120): a summary per crossing, not one per add."""
+        from mellea_ctx import ThresholdCompactor
+
+        backend = ScriptedBackend(lambda messages, options: "Short summary.")
+        inner = LLMSummarizeCompactor(default_backend=backend, keep_n=4)
+        ctx = ChatContext(compactor=ThresholdCompactor(inner, threshold=120))
+        long = "we looked at the retry logic of the parser module at length today. " * 4
+        for i in range(12):  # four of these alone exceed the threshold
+            ctx = ctx.add(Message("user" if i % 2 == 0 else "assistant", f"{i}: {long}"))
+        assert any(isinstance(c, Checkpoint) for c in ctx)
+        assert 1 <= len(backend.calls) <= 2  # before: 8 summaries in 12 adds
+
+    def test_a_compaction_that_gets_under_leaves_the_gate_armed(self) -> None:
+        """A window that gets under fires again on the next crossing, with no hold."""
+        from mellea_ctx import ThresholdCompactor, WindowCompactor
+
+        gate = ThresholdCompactor(WindowCompactor(size=1), threshold=60)
+        ctx = build(SYSTEM, *chatter(6), compactor=gate)
+        assert len(ctx) <= 3
+        assert ctx.compaction_backoff == 0
+
+
+class TestCustomCounters:
+    def test_a_counter_subclass_that_overrides_count_still_triggers(self) -> None:
+        """A TiktokenCounter subclass adding 40 per component trips the gate (before: never)."""
+        from mellea_ctx import ThresholdCompactor, TiktokenCounter, WindowCompactor
+
+        class Padded(TiktokenCounter):
+            def count(self, component: Component) -> int:
+                return super().count(component) + 40
+
+        gate = ThresholdCompactor(WindowCompactor(size=1), threshold=100)
+        ctx = ChatContext(compactor=gate, counter=Padded())
+        for text in ["a", "b", "c"]:
+            ctx = ctx.add(Message("user", text))
+        assert len(ctx) == 1
+
+
+class TestWindowEvents:
+    def _events(self, goal_calls: int, force: bool) -> list[str]:
+        from mellea_ctx import Event, ToolCall, WindowCompactor, tool
+
+        @tool
+        def noop() -> str:
+            """Do nothing."""
+            return "done"
+
+        turns = iter(range(goal_calls + 1))
+
+        def model(messages: Sequence[Component], options: object) -> Any:
+            from mellea_ctx import ModelOutputThunk
+
+            n = next(turns)
+            if n < goal_calls:
+                name = "compact_context" if force and n == 0 else "noop"
+                return ModelOutputThunk(None, tool_calls=[ToolCall(f"c{n}", name, "{}")])
+            return "finished"
+
+        events: list[Event] = []
+        ctx = build(SYSTEM, *chatter(4))
+        react(
+            "go",
+            ctx,
+            ScriptedBackend(model),
+            tools=[noop],
+            compactor=WindowCompactor(size=2),
+            on_event=events.append,
+        )
+        return [e.kind for e in events if e.kind.startswith("compaction")]
+
+    def test_a_window_cut_emits_a_compaction_event(self) -> None:
+        """Each cut a window makes between turns is a compaction_applied event."""
+        assert "compaction_applied" in self._events(2, force=False)
+
+    def test_compact_context_with_a_window_completes(self) -> None:
+        """compaction_started from compact_context is followed by its completion."""
+        kinds = self._events(1, force=True)
+        assert kinds[0] == "compaction_started"
+        assert kinds[1] in ("compaction_applied", "compaction_skipped")

@@ -153,9 +153,12 @@ async def areact(
                 if forced:
                     loop.emit("compaction_started")
                 before = loop.ctx
+                reported = loop.records
                 loop.ctx = await run_compactor(
                     compactor, before, compaction_backend, force=forced, focus=loop.focus
                 )
+                if loop.records == reported:  # a compactor that reports no record (a window)
+                    loop.report_cut(compactor, before, forced=forced)
                 loop.compact_requested, loop.focus = False, ""
                 # The compacted dialogue is stored with this turn, when it finishes.
                 if loop.ctx is not before and tool_search is not None and delivered is not None:
