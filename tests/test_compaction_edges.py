@@ -19,7 +19,6 @@ import pytest
 from mellea_ctx import (
     BackendError,
     ChatContext,
-    Checkpoint,
     CompactionRecord,
     CompactionTimeoutError,
     CompactionWarning,
@@ -227,30 +226,6 @@ class TestCleanTracebacks:
             chain.append(error)
             error = error.__cause__ or error.__context__
         assert not [e for e in chain if "no running event loop" in str(e)]
-
-
-class TestThresholdCrossings:
-    def test_an_inner_compactor_that_cannot_get_under_is_not_run_on_every_add(self) -> None:
-        """Threshold(LLMSummarize(keep_n=4), 120): a summary per crossing, not one per add."""
-        from mellea_ctx import ThresholdCompactor
-
-        backend = ScriptedBackend(lambda messages, options: "Short summary.")
-        inner = LLMSummarizeCompactor(default_backend=backend, keep_n=4)
-        ctx = ChatContext(compactor=ThresholdCompactor(inner, threshold=120))
-        long = "we looked at the retry logic of the parser module at length today. " * 4
-        for i in range(12):  # four of these alone exceed the threshold
-            ctx = ctx.add(Message("user" if i % 2 == 0 else "assistant", f"{i}: {long}"))
-        assert any(isinstance(c, Checkpoint) for c in ctx)
-        assert 1 <= len(backend.calls) <= 2  # before: 8 summaries in 12 adds
-
-    def test_a_compaction_that_gets_under_leaves_the_gate_armed(self) -> None:
-        """A window that gets under fires again on the next crossing, with no hold."""
-        from mellea_ctx import ThresholdCompactor, WindowCompactor
-
-        gate = ThresholdCompactor(WindowCompactor(size=1), threshold=60)
-        ctx = build(SYSTEM, *chatter(6), compactor=gate)
-        assert len(ctx) <= 3
-        assert ctx.compaction_backoff == 0
 
 
 class TestCustomCounters:
