@@ -345,7 +345,7 @@ class TestFailureSemantics:
         with pytest.warns(CompactionWarning, match="timeout"):
             assert compactor.compact(ctx) is ctx
         assert time.perf_counter() - started < 5
-        assert records[-1].outcome == "failed"
+        assert records[-1].outcome == "timed_out"
         strict = LLMSummarizeCompactor(
             default_backend=ScriptedBackend(hang), keep_n=1, timeout=0.3, strict=True
         )

@@ -82,11 +82,16 @@ def builtin_tools(loop: Loop) -> list[Tool]:
 
 
 def _originals(checkpoint: Checkpoint) -> list[Component]:
-    """The original messages a checkpoint stands for, through any checkpoints it folded in."""
+    """The original messages a checkpoint stands for, through any checkpoints it folded in.
+
+    An explicit stack, not recursion: a chain of thousands of checkpoints reads back.
+    """
     found: list[Component] = []
-    for component in checkpoint.span:
+    stack: list[Component] = list(reversed(checkpoint.span))
+    while stack:
+        component = stack.pop()
         if isinstance(component, Checkpoint) and component.span:
-            found += _originals(component)
+            stack.extend(reversed(component.span))
         else:
             found.append(component)
     return found

@@ -38,6 +38,7 @@ class Loop:
     committed: list[Component] = attrs.Factory(list)
     request_only: list[Component] = attrs.Factory(list)
     ctx: ChatContext | None = None
+    records: int = 0  # compaction records seen so far
 
     def emit(self, kind: EventKind, **fields: Any) -> None:
         if self.on_event is None:
@@ -46,7 +47,33 @@ class Loop:
         session_id = self.session.session_id if self.session is not None else None
         self.on_event(Event(kind, turn=self.turn, tokens=tokens, session_id=session_id, **fields))
 
+    def report_cut(self, compactor: object, before: ChatContext, *, forced: bool) -> None:
+        """Emit the event of a compaction that reported no record itself (a window cut).
+
+        A cut emits ``compaction_applied`` with a record made here; a forced
+        run that cut nothing emits ``compaction_skipped``, so a
+        ``compaction_started`` always has its completion.
+        """
+        after = self.ctx
+        assert after is not None
+        if after is before and not forced:
+            return
+        applied = after is not before
+        self.on_record(
+            CompactionRecord(
+                strategy=type(compactor).__name__,
+                outcome="applied" if applied else "skipped",
+                reason="" if applied else "there was nothing to cut",
+                components_before=len(before),
+                components_after=len(after),
+                tokens_before=before.token_count,
+                tokens_after=after.token_count,
+                removed=max(len(before) - len(after), 0),
+            )
+        )
+
     def on_record(self, record: CompactionRecord) -> None:
+        self.records += 1
         outcome = record.outcome
         kind: EventKind = (
             "compaction_applied"

@@ -231,12 +231,15 @@ async def _turn(
         # The tool definitions about to be sent count against the budget.
         _, planned = searching.request(model_options)
         overhead = request_overhead.set(tool_overhead(loop.backend, planned))
+        reported = loop.records
         try:
             loop.ctx = await run_compactor(
                 loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
             )
         finally:
             request_overhead.reset(overhead)
+        if loop.records == reported:  # a compactor that reports no record (a window)
+            loop.report_cut(loop.compactor, before, forced=forced)
         loop.compact_requested, loop.focus = False, ""
         # The compacted dialogue is stored with this turn, when it finishes.
         if loop.ctx is not before:

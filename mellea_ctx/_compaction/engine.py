@@ -14,14 +14,16 @@ caller's own frame.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import warnings
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._backends.bridge import bounded, run_blocking
+from .._backends.bridge import bounded, wait_in_worker
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.exceptions import (
@@ -50,6 +52,14 @@ _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 # The longest a provider's Retry-After is waited for (a longer one is cut to it).
 _RETRY_AFTER_CAP_SECONDS = 32.0
+
+# Set (in the bridge's copy of the caller's context) once a blocking caller
+# gave up on a compaction: the abandoned step reports nothing more.
+_abandoned: ContextVar[threading.Event | None] = ContextVar("mellea_ctx_abandoned", default=None)
+# Where a summarize step's records wait until the step is known to have counted.
+_deferred: ContextVar[list[CompactionRecord] | None] = ContextVar(
+    "mellea_ctx_deferred", default=None
+)
 
 
 def validate_settings(owner: str, settings: Settings) -> None:
@@ -118,6 +128,13 @@ class Engine:
         return chosen
 
     def report(self, record: CompactionRecord) -> None:
+        deferred = _deferred.get()
+        if deferred is not None:
+            deferred.append(record)
+            return
+        gave_up = _abandoned.get()
+        if gave_up is not None and gave_up.is_set():
+            return  # the blocking caller has already recorded this compaction as timed out
         hook = self.settings.on_record
         if hook is not None:
             hook(record)
@@ -201,9 +218,55 @@ class Engine:
         target: int | None = None,
         instructions: str | None = None,
     ) -> ChatContext | Failed:
-        """Summarize ``items[p:k]`` into one checkpoint; return the new context or ``ctx``."""
+        """Summarize ``items[p:k]`` into one checkpoint; return the new context or ``ctx``.
+
+        The whole step is bounded by the timeout (see :func:`bounded`): past it
+        the result is never applied, whenever it arrives, and a ``timed_out``
+        record is reported.
+        """
         started = time.perf_counter()
         chosen = self.backend_for(backend)
+        attempts = [0]
+        # What the step reports waits here until it is known to count: a step
+        # that is timed out or cancelled (even after it finished) reports nothing.
+        pending: list[CompactionRecord] = []
+        token = _deferred.set(pending)  # seen by the step's own task
+        try:
+            outcome = await bounded(
+                lambda: self._replace(ctx, p, k, chosen, target, instructions, started, attempts),
+                self.settings.timeout,
+                f"{self.owner}: the summary",
+            )
+        except CompactionTimeoutError as exc:
+            _deferred.reset(token)
+            return self.fail(ctx, exc, started, target, attempts[0], outcome="timed_out")
+        except asyncio.CancelledError:
+            _deferred.reset(token)
+            self.record(
+                ctx,
+                "cancelled",
+                "the compaction was cancelled",
+                target=target,
+                seconds=_since(started),
+                attempts=attempts[0],
+            )
+            raise
+        _deferred.reset(token)
+        for record in pending:
+            self.report(record)
+        return outcome
+
+    async def _replace(
+        self,
+        ctx: ChatContext,
+        p: int,
+        k: int,
+        chosen: Backend,
+        target: int | None,
+        instructions: str | None,
+        started: float,
+        attempts: list[int],
+    ) -> ChatContext | Failed:
         span = ctx[p:k]
         facts: list[Fact] = extract_facts(span) if self.settings.preserve_facts else []
         focus = ""
@@ -218,9 +281,7 @@ class Engine:
         def frame(conversation: str) -> str:
             return template.format(conversation=conversation) + focus
 
-        attempts = [0]
-
-        async def summarize() -> str:
+        try:
             summary, _ = await summarize_span(
                 span,
                 chosen,
@@ -230,22 +291,15 @@ class Engine:
                 self.settings.model_options,
                 [fact.text for fact in facts],
             )
-            return summary
-
-        try:
-            summary = await bounded(summarize, self.settings.timeout, f"{self.owner}: the summary")
-        except asyncio.CancelledError:
-            self.record(
-                ctx,
-                "cancelled",
-                "the compaction was cancelled",
-                target=target,
-                seconds=_since(started),
-                attempts=attempts[0],
-            )
-            raise
+        except CompactionTimeoutError:
+            raise  # the overall deadline, handled by ``replace``
         except (BackendError, CompactionError) as exc:
             return self.fail(ctx, exc, started, target, attempts[0])
+        except Exception as exc:  # a user's backend raising its own error: a backend failure
+            msg = f"the backend raised {type(exc).__name__}: {exc}"
+            failure = BackendError(msg)
+            failure.__cause__ = exc
+            return self.fail(ctx, failure, started, target, attempts[0])
         lost = missing_facts(facts, summary)
         checkpoint = Checkpoint(
             summary,
@@ -297,11 +351,13 @@ class Engine:
         started: float,
         target: int | None = None,
         attempts: int = 0,
+        *,
+        outcome: Outcome = "failed",
     ) -> Failed:
         """Record a failure; hand it to the public method, which raises or warns."""
         self.record(
             ctx,
-            "failed",
+            outcome,
             str(error),
             target=target,
             seconds=_since(started),
@@ -326,13 +382,24 @@ class Engine:
     def run_sync(
         self, ctx: ChatContext, make: Any, target: int | None = None
     ) -> ChatContext | Failed:
+        """Run ``make()`` (an awaitable ``replace``) from blocking code.
+
+        ``replace`` bounds itself; the caller waits at most the timeout plus
+        the bridge's grace (:data:`GRACE_SECONDS`, one second) for a backend
+        that blocks its loop. When the caller gives up, that is recorded as
+        ``timed_out`` here, and nothing the abandoned step does later is
+        applied or reported.
+        """
         started = time.perf_counter()
+        gave_up = threading.Event()
+        token = _abandoned.set(gave_up)
         try:
-            result: ChatContext | Failed = run_blocking(make, timeout=self.settings.timeout + 5.0)
+            result: ChatContext | Failed = wait_in_worker(make, timeout=self.settings.timeout)
         except CompactionTimeoutError as exc:
-            # The coroutine enforces the timeout itself; this is the bridge's
-            # safety net for a backend that ignores cancellation.
-            return self.fail(ctx, exc, started, target)
+            gave_up.set()
+            _abandoned.reset(token)  # this frame still reports
+            return self.fail(ctx, exc, started, target, outcome="timed_out")
+        _abandoned.reset(token)
         return result
 
 

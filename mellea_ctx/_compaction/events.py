@@ -55,8 +55,9 @@ class Event:
         turn: The loop's turn number, from 1.
         tool: The tool's name, for ``tool_called``.
         error: What went wrong, for a failed tool, compaction or turn.
-        record: The compaction's record, for ``compaction_*`` events a
-            summarizing compactor reported.
+        record: The compaction's record, for ``compaction_*`` events: the
+            one a summarizing compactor reported, or for a compactor that
+            reports none (a window cut), one the loop made.
         tokens: The context's token total when the event was emitted.
         session_id: The session, when the loop writes to one.
     """

@@ -26,7 +26,7 @@ __all__ = [
     "record_sink",
 ]
 
-Outcome = Literal["applied", "skipped", "failed", "cancelled"]
+Outcome = Literal["applied", "skipped", "failed", "timed_out", "cancelled"]
 
 
 class CompactionWarning(UserWarning):
@@ -40,8 +40,9 @@ class CompactionRecord:
     Attributes:
         strategy: The compactor's class name.
         outcome: ``applied``, ``skipped`` (nothing worth doing, or the summary
-            was not smaller), ``failed`` (the backend or the summary failed) or
-            ``cancelled``.
+            was not smaller), ``failed`` (the backend or the summary failed),
+            ``timed_out`` (the timeout passed first: whatever arrives later is
+            never applied) or ``cancelled``.
         reason: A sentence saying why, for anything but ``applied``.
         components_before: Components in the context before.
         components_after: Components after (equal to before unless applied).

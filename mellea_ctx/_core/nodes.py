@@ -256,6 +256,11 @@ class _Node(Sequence[Component]):
     def _token_bound(self) -> int:
         """Return a cheap upper bound of ``token_count`` (exactly it, once that is known).
 
+        The counter's ``bound`` is used only when it is defined at the same
+        class as its ``count`` or below it: a subclass that overrides
+        ``count`` and inherits ``bound`` (made for the parent's count) is
+        counted exactly instead.
+
         A counter with a ``bound(component)`` method (``TiktokenCounter`` has
         one: a token never spans less than one byte) gives a bound without
         encoding anything; the bound is carried forward in O(1) per add, like
@@ -266,7 +271,7 @@ class _Node(Sequence[Component]):
         if bound is not None:
             return bound
         counter = self._counter
-        measure = getattr(counter, "bound", None)
+        measure = getattr(counter, "bound", None) if _bound_is_proven(type(counter)) else None
         if measure is None:
             tokens = self._tokens
             return tokens if tokens is not None else self._token_total()
@@ -333,3 +338,24 @@ def _inherit_attributes(node: _Node, source: _Node) -> None:
 
 
 _STATE_SLOTS: Final = tuple(slot for slot in _Node.__slots__ if slot != "__weakref__")
+
+
+_PROVEN: dict[type, bool] = {}
+
+
+def _owner(cls: type, name: str) -> type | None:
+    return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
+
+
+def _bound_is_proven(cls: type) -> bool:
+    """Whether ``cls.bound`` was written for ``cls.count``: defined with it or below it."""
+    proven = _PROVEN.get(cls)
+    if proven is None:
+        bound_owner, count_owner = _owner(cls, "bound"), _owner(cls, "count")
+        proven = (
+            bound_owner is not None
+            and count_owner is not None
+            and issubclass(bound_owner, count_owner)
+        )
+        _PROVEN[cls] = proven
+    return proven

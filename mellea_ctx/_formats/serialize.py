@@ -4,7 +4,9 @@ The provider wire formats lose what is ours (a ``Checkpoint`` becomes user
 text, a ``ReactInitiator`` becomes a user message), so stores keep components
 as these records instead: plain JSON objects with a ``kind`` tag, read back
 into the very same values. A checkpoint's record carries the span it replaced,
-so a restored session can still recall it.
+so a restored session can still recall it; the chain of checkpoints it folded
+in is written as a flat table (:mod:`.checkpoint_records`), so no depth of
+compaction makes a record unwritable or unreadable.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .._core.parts import (
     thaw_json,
 )
 from .._core.reprs import short_repr
+from .checkpoint_records import checkpoint_from_record, checkpoint_to_record
 
 __all__ = [
     "component_from_record",
@@ -181,13 +184,7 @@ def component_to_record(component: Component) -> dict[str, Any]:
     if type(component) is ReactInitiator:
         return {"kind": "goal", "goal": component.goal}
     if type(component) is Checkpoint:
-        return {
-            "kind": "checkpoint",
-            "summary": component.summary,
-            "preserved": list(component.preserved),
-            "replaced_count": component.replaced_count,
-            "span": [component_to_record(c) for c in component.span],
-        }
+        return checkpoint_to_record(component, component_to_record)
     msg = (
         f"cannot store a {type(component).__name__}: only mellea-ctx's own component kinds "
         "have records; convert yours to a Message before storing"
@@ -249,12 +246,7 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
         if kind == "goal":
             return ReactInitiator(record["goal"])
         if kind == "checkpoint":
-            return Checkpoint(
-                record["summary"],
-                preserved=record.get("preserved", ()),
-                replaced_count=record.get("replaced_count", 0),
-                span=[component_from_record(c) for c in record.get("span", ())],
-            )
+            return checkpoint_from_record(record, component_from_record)
     except (KeyError, TypeError, InvalidComponentError) as exc:
         msg = f"component record {short_repr(record, 120)} is damaged: missing or bad {exc}"
         raise InvalidComponentError(msg) from exc
@@ -282,8 +274,4 @@ def components_from_json(text: str) -> list[Component]:
     if not isinstance(records, list):
         msg = f"stored components must be a JSON array, got {type(records).__name__}"
         raise InvalidComponentError(msg)
-    try:
-        return [component_from_record(record) for record in records]
-    except RecursionError as exc:  # checkpoints folded into checkpoints, too deep to rebuild
-        msg = "stored components nest checkpoints too deeply to read; they are damaged"
-        raise InvalidComponentError(msg) from exc
+    return [component_from_record(record) for record in records]

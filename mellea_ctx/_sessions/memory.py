@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 
+from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.exceptions import SessionConflictError
+from .._formats.checkpoint_records import chain
+from .._formats.serialize import component_from_record, component_to_record
 from .store import (
     StoredSession,
     check_components,
@@ -14,7 +18,6 @@ from .store import (
     check_session_id,
     check_version,
     dump_records,
-    load_record,
 )
 
 __all__ = ["MemoryStore"]
@@ -42,11 +45,12 @@ class MemoryStore:
         (Message(role='user', content='hi'),)
     """
 
-    __slots__ = ("_lock", "_sessions")
+    __slots__ = ("_known", "_lock", "_sessions")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sessions: dict[str, StoredSession] = {}
+        self._known = _Known()
 
     def load(self, session_id: str) -> StoredSession:
         """Return the session's version, dialogue and metadata (version 0 when none).
@@ -71,7 +75,9 @@ class MemoryStore:
         owner = "MemoryStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        items = _normalized(owner, check_components(owner, components, allow_empty=False))
+        items = _normalized(
+            owner, check_components(owner, components, allow_empty=False), self._known
+        )
         with self._lock:
             stored = self._sessions.get(session_id, _EMPTY)
             _check_current(session_id, expected_version, stored)
@@ -94,7 +100,7 @@ class MemoryStore:
         owner = "MemoryStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        items = _normalized(owner, check_components(owner, components))
+        items = _normalized(owner, check_components(owner, components), self._known)
         with self._lock:
             stored = self._sessions.get(session_id, _EMPTY)
             _check_current(session_id, expected_version, stored)
@@ -137,13 +143,95 @@ class MemoryStore:
 _EMPTY = StoredSession()
 
 
-def _normalized(owner: str, components: tuple[Component, ...]) -> tuple[Component, ...]:
-    """Return each component as it reads back from its stored text (what durable stores return).
+class _Known:
+    """Checkpoints this store has normalized, by identity, for as long as each one lives.
 
-    The same text, and the same checks, as SQLite and Redis: what one store
-    refuses (a lone surrogate, say), every store refuses.
+    Maps a checkpoint (the caller's, or one of ours) to its normalized form;
+    an entry goes when its checkpoint is freed, so ids are never confused.
     """
-    return tuple(load_record(text) for text in dump_records(owner, components))
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Checkpoint], Checkpoint | None]] = {}
+
+    def get(self, checkpoint: Checkpoint) -> Checkpoint | None:
+        entry = self._entries.get(id(checkpoint))
+        if entry is None or entry[0]() is not checkpoint:
+            return None
+        return checkpoint if entry[1] is None else entry[1]
+
+    def put(self, original: Checkpoint, normal: Checkpoint) -> None:
+        entries = self._entries
+        for key, value in ((original, normal), (normal, None)):
+            ident = id(key)
+
+            def forget(_ref: object, ident: int = ident) -> None:
+                entries.pop(ident, None)
+
+            entries[ident] = (weakref.ref(key, forget), None if key is normal else value)
+
+
+def _storable(owner: str, components: tuple[Component, ...], known: _Known) -> None:
+    """Refuse what SQLite and Redis refuse (a lone surrogate), with the same error.
+
+    Only what this store has not seen is checked: the components themselves,
+    and for a new checkpoint the summaries and plain components along its
+    chain, down to the checkpoints already normalized.
+    """
+    for index, component in enumerate(components):
+        if type(component) is not Checkpoint:
+            dump_records(f"{owner}: components[{index}]", [component])
+            continue
+        for node in chain(component, lambda c: known.get(c) is not None):
+            plain = [c for c in node.span if type(c) is not Checkpoint]
+            shallow = Checkpoint(node.summary, preserved=node.preserved, span=plain)
+            dump_records(f"{owner}: components[{index}]", [shallow])
+
+
+def _normalized(
+    owner: str, components: tuple[Component, ...], known: _Known
+) -> tuple[Component, ...]:
+    """Return each component as it reads back from its record (what durable stores return).
+
+    The same checks as SQLite and Redis run first (:func:`_storable`). A
+    checkpoint is rebuilt from its span, walking its chain without
+    recursion; checkpoints this store already normalized (``known``, by
+    identity) are reused, so a replace costs what it adds, not the depth of
+    the chain of compactions.
+    """
+    _storable(owner, components, known)
+    return tuple(
+        _normal_checkpoint(c, known)
+        if type(c) is Checkpoint
+        else component_from_record(component_to_record(c))
+        for c in components
+    )
+
+
+def _normal_checkpoint(checkpoint: Checkpoint, known: _Known) -> Checkpoint:
+    def is_known(c: Checkpoint) -> bool:
+        return known.get(c) is not None
+
+    def normal(c: Component) -> Component:
+        if isinstance(c, Checkpoint) and type(c) is Checkpoint:
+            found = known.get(c)
+            assert found is not None  # the chain lists every one before its folder
+            return found
+        return component_from_record(component_to_record(c))
+
+    found = known.get(checkpoint)
+    if found is not None:
+        return found
+    for node in chain(checkpoint, is_known):
+        span = [normal(c) for c in node.span]
+        fresh = Checkpoint(
+            node.summary, preserved=node.preserved, replaced_count=node.replaced_count, span=span
+        )
+        known.put(node, fresh)
+    done = known.get(checkpoint)
+    assert done is not None
+    return done
 
 
 def _check_current(session_id: str, expected_version: int, stored: StoredSession) -> None:

@@ -324,7 +324,7 @@ BROKEN_CALLS: list[tuple[str, Callable[[], object], type[MelleaCtxError], str]] 
      InvalidComponentError, "component record None is damaged"),
     ("records deep", lambda: components_from_json("[" * DEEP),
      InvalidComponentError, "stored components nest too deeply to read"),
-    ("records deep checkpoints", lambda: components_from_json(nested_checkpoints(495)),
+    ("records deep checkpoints", lambda: components_from_json(nested_checkpoints(DEEP)),
      InvalidComponentError, "too deeply to read"),
     ("Checkpoint deep count", lambda: Checkpoint("s", replaced_count=DEEP_LIST),  # type: ignore[arg-type]
      InvalidArgumentError, "replaced_count=<list too large to show> must be an int"),
