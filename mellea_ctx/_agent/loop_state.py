@@ -64,17 +64,26 @@ def dialogue_of(ctx: ChatContext) -> list[Component]:
     return items[start:]
 
 
-def commit(loop: Loop) -> None:
-    """Write what the context gained since the last commit, or its new dialogue."""
-    if loop.session is None or loop.ctx is None:
+async def commit(loop: Loop) -> None:
+    """Write what the context gained since the last commit, or its new dialogue.
+
+    A session with async writes (``acommit`` / ``areplace``, as
+    :class:`~mellea_ctx.Session` has) is written through them, so a SQLite or
+    Redis store never blocks the event loop; any other session synchronously.
+    """
+    session = loop.session
+    if session is None or loop.ctx is None:
         return
     dialogue = dialogue_of(loop.ctx)
     done = loop.committed
     if dialogue[: len(done)] == done:
         if len(dialogue) == len(done):
             return
-        loop.session = loop.session.commit(dialogue[len(done) :])
+        batch = dialogue[len(done) :]
+        write = getattr(session, "acommit", None)
+        loop.session = await write(batch) if write is not None else session.commit(batch)
     else:  # a compaction rewrote the history
-        loop.session = loop.session.replace(dialogue)
+        rewrite = getattr(session, "areplace", None)
+        loop.session = await rewrite(dialogue) if rewrite is not None else session.replace(dialogue)
     loop.committed = dialogue
     loop.emit("session_committed")

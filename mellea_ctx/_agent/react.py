@@ -177,7 +177,7 @@ async def areact(
                 raise InvalidContextError(msg)
             loop.ctx = loop.ctx.add(output)
             if not output.tool_calls:
-                commit(loop)
+                await commit(loop)
                 loop.emit("turn_finished")
                 return ReactResult(output.value, loop.ctx, turn, "answer", loop.session)
             results = await asyncio.gather(
@@ -186,7 +186,7 @@ async def areact(
             for call, (text, error) in zip(output.tool_calls, results, strict=True):
                 loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
                 loop.emit("tool_called", tool=call.name, error=error)
-            commit(loop)
+            await commit(loop)
             loop.emit("turn_finished")
         return ReactResult(None, loop.ctx, loop_budget, "budget", loop.session)
     finally:
