@@ -22,8 +22,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._backends.bridge import bounded, run_blocking
+from .._backends.telemetry import (
+    compaction_span,
+    model_call_span,
+    observe_compaction,
+    observe_retry,
+)
 from .._core.checkpoint import Checkpoint
-from .._core.components import Component
+from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import (
     BackendError,
     CompactionError,
@@ -118,6 +124,7 @@ class Engine:
         return chosen
 
     def report(self, record: CompactionRecord) -> None:
+        observe_compaction(record)  # the mellea_ctx logger, and the current span
         hook = self.settings.on_record
         if hook is not None:
             hook(record)
@@ -169,7 +176,10 @@ class Engine:
             if attempts is not None:
                 attempts[0] += 1
             try:
-                output = await backend.generate(messages, model_options=settings.model_options)
+                outputs: list[ModelOutputThunk] = []
+                with model_call_span(backend, outputs):
+                    output = await backend.generate(messages, model_options=settings.model_options)
+                    outputs.append(output)
                 break
             except BackendError as exc:
                 if not exc.retryable or attempt >= settings.retries:
@@ -180,6 +190,7 @@ class Engine:
                 if loop.time() + delay >= deadline:
                     raise  # waiting would run into the timeout: report the real error now
                 attempt += 1
+                observe_retry(self.owner, attempt, settings.retries, delay, exc)
                 await asyncio.sleep(delay)
         if output.tool_calls:
             names = ", ".join(call.name for call in output.tool_calls)
@@ -202,6 +213,19 @@ class Engine:
         instructions: str | None = None,
     ) -> ChatContext | Failed:
         """Summarize ``items[p:k]`` into one checkpoint; return the new context or ``ctx``."""
+        with compaction_span(self.owner):  # a span when OpenTelemetry is configured
+            return await self._replace(ctx, p, k, backend, target=target, instructions=instructions)
+
+    async def _replace(
+        self,
+        ctx: ChatContext,
+        p: int,
+        k: int,
+        backend: Backend | None,
+        *,
+        target: int | None = None,
+        instructions: str | None = None,
+    ) -> ChatContext | Failed:
         started = time.perf_counter()
         chosen = self.backend_for(backend)
         span = ctx[p:k]
