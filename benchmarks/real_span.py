@@ -116,9 +116,7 @@ def main() -> None:
     checkpoint_c, _ = compact(from_openai_copy(span), _Sized(extractive, tokens), True)
     rows["(c) extractive, same size"] = (checkpoint_c.summary, 0, 0)
     print(
-        "| row | chars | "
-        + " | ".join([*list(want), "key details"])
-        + " | appendix items | junk |"
+        "| row | chars | " + " | ".join([*list(want), "key details"]) + " | appendix items | junk |"
     )
     for name, (text, items, junk_items) in rows.items():
         scores = kept(text, want)
