@@ -8,6 +8,7 @@ it; the system instructions are never stored.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
@@ -19,7 +20,7 @@ from .._core.context import ChatContext
 from .._core.protocols import Backend, Compactor
 from .result import SessionLike
 
-__all__ = ["Loop", "commit", "dialogue_of"]
+__all__ = ["Loop", "dialogue_of", "finish_turn"]
 
 
 @attrs.define
@@ -64,26 +65,54 @@ def dialogue_of(ctx: ChatContext) -> list[Component]:
     return items[start:]
 
 
-async def commit(loop: Loop) -> None:
-    """Write what the context gained since the last commit, or its new dialogue.
+async def finish_turn(loop: Loop) -> None:
+    """Store what the context gained since the last commit (or its new dialogue), then emit
+    ``turn_finished``.
 
     A session with async writes (``acommit`` / ``areplace``, as
     :class:`~mellea_ctx.Session` has) is written through them, so a SQLite or
     Redis store never blocks the event loop; any other session synchronously.
+    A cancellation that arrives while the write is in flight waits for it (the
+    write is atomic and already sent): the turn then counts as finished, and
+    the cancellation is raised after it, as it would be at the next turn.
     """
+    cancelled = False
     session = loop.session
-    if session is None or loop.ctx is None:
-        return
-    dialogue = dialogue_of(loop.ctx)
-    done = loop.committed
-    if dialogue[: len(done)] == done:
-        if len(dialogue) == len(done):
-            return
-        batch = dialogue[len(done) :]
-        write = getattr(session, "acommit", None)
-        loop.session = await write(batch) if write is not None else session.commit(batch)
-    else:  # a compaction rewrote the history
-        rewrite = getattr(session, "areplace", None)
-        loop.session = await rewrite(dialogue) if rewrite is not None else session.replace(dialogue)
+    if session is not None and loop.ctx is not None:
+        dialogue = dialogue_of(loop.ctx)
+        done = loop.committed
+        if dialogue[: len(done)] != done:  # a compaction rewrote the history
+            cancelled = await _write(loop, session, "replace", dialogue, dialogue)
+        elif len(dialogue) > len(done):
+            cancelled = await _write(loop, session, "commit", dialogue[len(done) :], dialogue)
+        if loop.committed is not done:
+            loop.emit("session_committed")
+    loop.emit("turn_finished")
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _write(
+    loop: Loop, session: SessionLike, name: str, batch: list[Component], dialogue: list[Component]
+) -> bool:
+    """Write ``batch`` with the session's ``a{name}`` method, or ``name`` when it has none.
+
+    Returns whether a cancellation arrived while the write was in flight.
+    """
+    method = getattr(session, f"a{name}", None)
+    if method is None:
+        loop.session = getattr(session, name)(batch)
+        loop.committed = dialogue
+        return False
+    task = asyncio.ensure_future(method(batch))
+    try:
+        loop.session = await asyncio.shield(task)
+        cancelled = False
+    except asyncio.CancelledError:
+        try:
+            loop.session = await task
+        except Exception:
+            raise asyncio.CancelledError from None  # the write failed: nothing was stored
+        cancelled = True
     loop.committed = dialogue
-    loop.emit("session_committed")
+    return cancelled

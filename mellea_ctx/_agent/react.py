@@ -48,7 +48,7 @@ from .._core.protocols import Backend, Compactor
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
-from .loop_state import Loop, commit, dialogue_of
+from .loop_state import Loop, dialogue_of, finish_turn
 from .result import ReactResult, SessionLike
 from .tool_search import ToolSearch
 
@@ -177,8 +177,7 @@ async def areact(
                 raise InvalidContextError(msg)
             loop.ctx = loop.ctx.add(output)
             if not output.tool_calls:
-                await commit(loop)
-                loop.emit("turn_finished")
+                await finish_turn(loop)
                 return ReactResult(output.value, loop.ctx, turn, "answer", loop.session)
             results = await asyncio.gather(
                 *(_run_tool(registry, call) for call in output.tool_calls)
@@ -186,8 +185,7 @@ async def areact(
             for call, (text, error) in zip(output.tool_calls, results, strict=True):
                 loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
                 loop.emit("tool_called", tool=call.name, error=error)
-            await commit(loop)
-            loop.emit("turn_finished")
+            await finish_turn(loop)
         return ReactResult(None, loop.ctx, loop_budget, "budget", loop.session)
     finally:
         record_sink.reset(token)
