@@ -110,6 +110,9 @@ from ._formats.transcripts import (
     load_anthropic,
     load_conversation,
 )
+from ._sessions.async_redis import AsyncRedisStore
+from ._sessions.async_sqlite import AsyncSQLiteStore
+from ._sessions.async_store import AsyncSessionStore, AsyncStoreAdapter, as_async_store
 from ._sessions.memory import MemoryStore
 from ._sessions.redis import RedisStore
 from ._sessions.session import Session, SessionMemory
@@ -124,6 +127,10 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
+    "AsyncRedisStore",
+    "AsyncSQLiteStore",
+    "AsyncSessionStore",
+    "AsyncStoreAdapter",
     "AudioPart",
     "Backend",
     "BackendConnectionError",
@@ -212,6 +219,7 @@ __all__ = [
     "Usage",
     "WindowCompactor",
     "areact",
+    "as_async_store",
     "component_from_record",
     "component_to_record",
     "components_from_json",

@@ -3,7 +3,8 @@
     python tests/_session_worker.py write STORE SESSION [--compact-every N] [--hang-at N]
     python tests/_session_worker.py read STORE SESSION
 
-``STORE`` is ``sqlite:PATH`` or ``redis:URL#PREFIX``. ``write`` continues the
+``STORE`` is ``sqlite:PATH`` or ``redis:URL#PREFIX``, or their ``async-`` forms (the async
+store driven through ``tests/_async_face.py``). ``write`` continues the
 session from what is stored: it commits numbered turns (a user message, an
 assistant call to three tools in parallel, the three results, a final answer:
 six components), and every ``--compact-every`` writes replaces the dialogue
@@ -23,17 +24,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from mellea_ctx import (
+    AsyncRedisStore,
+    AsyncSQLiteStore,
     Checkpoint,
     Component,
     Message,
     ModelOutputThunk,
-    RedisStore,
     SessionMemory,
     SessionStore,
     SQLiteStore,
@@ -42,6 +45,7 @@ from mellea_ctx import (
     Usage,
     validate_openai,
 )
+from tests._async_face import SyncFace, open_spec
 
 TURN_SIZE = 6
 KEEP_TURNS = 2
@@ -86,11 +90,7 @@ def turns_in(dialogue: Sequence[Component], problems: list[str]) -> list[int]:
 
 
 def open_store(spec: str) -> SessionStore:
-    kind, _, target = spec.partition(":")
-    if kind == "sqlite":
-        return SQLiteStore(target)
-    url, _, prefix = target.partition("#")
-    return RedisStore(url, prefix=prefix)
+    return open_spec(spec)
 
 
 def hang_inside_next_write(store: SessionStore) -> None:
@@ -100,7 +100,8 @@ def hang_inside_next_write(store: SessionStore) -> None:
         print("inside", flush=True)
         time.sleep(600)
 
-    if isinstance(store, SQLiteStore):
+    astore = store.astore if isinstance(store, SyncFace) else None
+    if isinstance(store, SQLiteStore) or isinstance(astore, AsyncSQLiteStore):
         inserted = 0
 
         def trace(statement: str) -> None:
@@ -110,7 +111,36 @@ def hang_inside_next_write(store: SessionStore) -> None:
                 if inserted == 2:  # rows are already written, inside the transaction
                     stop_here()
 
-        store._connection().set_trace_callback(trace)
+        if isinstance(store, SQLiteStore):
+            store._connection().set_trace_callback(trace)
+            return
+        assert isinstance(astore, AsyncSQLiteStore)
+        # The async store writes from worker threads, each with its own connection.
+        open_connection = astore._connection
+
+        def traced() -> sqlite3.Connection:
+            connection = open_connection()
+            connection.set_trace_callback(trace)
+            return connection
+
+        astore._connection = traced  # type: ignore[method-assign]
+        return
+    if isinstance(astore, AsyncRedisStore):
+        import redis.asyncio.connection
+
+        async_original = redis.asyncio.connection.AbstractConnection.send_packed_command
+
+        async def send_half_async(self: Any, command: Any, check_health: bool = True) -> None:
+            data = command.encode() if isinstance(command, str) else b"".join(command)
+            if b"EVALSHA" not in data:
+                return await async_original(self, command, check_health)
+            if not self.is_connected:
+                await self.connect()
+            self._writer.write(data[: len(data) // 2])
+            await self._writer.drain()
+            stop_here()
+
+        redis.asyncio.connection.AbstractConnection.send_packed_command = send_half_async  # type: ignore[method-assign]
         return
     import redis.connection
 

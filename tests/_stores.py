@@ -1,5 +1,9 @@
 """One fixture for every store, so each store test runs on memory, SQLite and a real Redis.
 
+Each kind also runs in its async form (``async-*``): the test drives the async
+store's coroutines through :class:`~tests._async_face.SyncFace` (for memory,
+the inline adapter ``as_async_store`` gives a ``MemoryStore``).
+
 Import it into a test module (``from ._stores import store_fixture``); it is
 registered as ``store``. ``make_store(kind, ...)`` opens another store on the
 same place (a second worker on the same file or server).
@@ -13,13 +17,22 @@ from pathlib import Path
 
 import pytest
 
-from mellea_ctx import MemoryStore, RedisStore, SessionStore, SQLiteStore
+from mellea_ctx import (
+    AsyncRedisStore,
+    AsyncSQLiteStore,
+    MemoryStore,
+    RedisStore,
+    SessionStore,
+    SQLiteStore,
+    as_async_store,
+)
 
+from ._async_face import SyncFace
 from ._redis import RedisServer
 
 __all__ = ["STORE_KINDS", "StoreFactory", "store_factory_fixture", "store_fixture"]
 
-STORE_KINDS = ["memory", "sqlite", "redis"]
+STORE_KINDS = ["memory", "sqlite", "redis", "async-memory", "async-sqlite", "async-redis"]
 
 #: Opens one more store on the place the test's store uses (for memory: the same object).
 StoreFactory = Callable[[], SessionStore]
@@ -28,7 +41,7 @@ StoreFactory = Callable[[], SessionStore]
 @pytest.fixture(params=STORE_KINDS, name="store_factory")
 def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory of stores that all see the same sessions, one per store kind."""
-    opened: list[SQLiteStore | RedisStore] = []
+    opened: list[SQLiteStore | RedisStore | SyncFace] = []
     kind = request.param
     if kind == "memory":
         shared = MemoryStore()
@@ -36,11 +49,20 @@ def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
         def factory() -> SessionStore:
             return shared
 
-    elif kind == "sqlite":
+    elif kind == "async-memory":
+        face = SyncFace(as_async_store(MemoryStore()))
+        opened.append(face)
+
+        def factory() -> SessionStore:
+            return face
+
+    elif kind in ("sqlite", "async-sqlite"):
         path = tmp_path / "sessions.db"
 
         def factory() -> SessionStore:
-            store = SQLiteStore(path)
+            store = (
+                SyncFace(AsyncSQLiteStore(path)) if kind == "async-sqlite" else SQLiteStore(path)
+            )
             opened.append(store)
             return store
 
@@ -49,7 +71,10 @@ def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
         prefix = f"test-{uuid.uuid4().hex}:"
 
         def factory() -> SessionStore:
-            store = RedisStore(server.url, prefix=prefix)
+            if kind == "async-redis":
+                store: RedisStore | SyncFace = SyncFace(AsyncRedisStore(server.url, prefix=prefix))
+            else:
+                store = RedisStore(server.url, prefix=prefix)
             opened.append(store)
             return store
 

@@ -36,13 +36,17 @@ WORKER = Path(__file__).with_name("_session_worker.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "async-sqlite", "async-redis"])
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the workers write: a SQLite file, or a real Redis server with a fresh prefix."""
-    if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'sessions.db'}"
+    """Where the workers write: a SQLite file, or a real Redis server with a fresh prefix.
+
+    The ``async-`` kinds write through the async stores (``tests/_async_face.py``).
+    """
+    kind = request.param
+    if kind.endswith("sqlite"):
+        return f"{kind}:{tmp_path / 'sessions.db'}"
     server: RedisServer = request.getfixturevalue("redis_server")
-    return f"redis:{server.url}#crash-{uuid.uuid4().hex}:"
+    return f"{kind}:{server.url}#crash-{uuid.uuid4().hex}:"
 
 
 Start = Callable[..., "subprocess.Popen[str]"]

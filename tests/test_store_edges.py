@@ -52,7 +52,7 @@ class TestLoneSurrogates:
         """The error names the nested field, even deep in a checkpoint's span."""
         inner = Checkpoint("older", span=[Message("user", "ok \udc80")], replaced_count=1)
         outer = Checkpoint("newer", span=[inner], replaced_count=1)
-        field = r"field record\['span'\]\[0\]\['span'\]\[0\]\['content'\]"
+        field = r"field record\['checkpoints'\]\[0\]\['span'\]\[0\]\['content'\]"
         expected = rf"components\[1\] \(Checkpoint\) {field}"
         with pytest.raises(InvalidComponentError, match=expected):
             store.append("s", [Message("user", "fine"), outer], expected_version=0)

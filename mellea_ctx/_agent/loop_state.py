@@ -1,13 +1,14 @@
 """One run of the agent loop: its mutable state, its events and its session writes.
 
 A :class:`Loop` lives for one call of ``areact`` and is never shared. After
-each finished turn, :func:`commit` writes what the context gained to the
+each finished turn, :func:`finish_turn` writes what the context gained to the
 session (one atomic write), or the whole dialogue after a compaction rewrote
 it; the system instructions are never stored.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from .._core.context import ChatContext
 from .._core.protocols import Backend, Compactor
 from .result import SessionLike
 
-__all__ = ["Loop", "commit", "dialogue_of", "request_only", "storable"]
+__all__ = ["Loop", "dialogue_of", "finish_turn", "request_only", "storable"]
 
 
 @attrs.define
@@ -136,17 +137,57 @@ def storable(dialogue: list[Component], request_only: list[Component]) -> list[C
     return clean(dialogue)
 
 
-def commit(loop: Loop) -> None:
-    """Write what the context gained since the last commit, or its new dialogue."""
-    if loop.session is None or loop.ctx is None:
-        return
-    dialogue = dialogue_of(loop.ctx)
-    done = loop.committed
-    if dialogue[: len(done)] == done:
-        if len(dialogue) == len(done):
-            return
-        loop.session = loop.session.commit(dialogue[len(done) :])
-    else:  # a compaction rewrote the history
-        loop.session = loop.session.replace(storable(dialogue, loop.request_only))
+async def finish_turn(loop: Loop) -> None:
+    """Store what the context gained since the last commit (or its new dialogue), then emit
+    ``turn_finished``.
+
+    A session with async writes (``acommit`` / ``areplace``, as
+    :class:`~mellea_ctx.Session` has) is written through them, so a SQLite or
+    Redis store never blocks the event loop; any other session synchronously.
+    A cancellation that arrives while the write is in flight waits for it (the
+    write is atomic and already sent): the turn then counts as finished, and
+    the cancellation is raised after it, as it would be at the next turn.
+    """
+    cancelled = False
+    session = loop.session
+    if session is not None and loop.ctx is not None:
+        dialogue = dialogue_of(loop.ctx)
+        done = loop.committed
+        if dialogue[: len(done)] != done:  # a compaction rewrote the history
+            batch = storable(dialogue, loop.request_only)
+            cancelled = await _write(loop, session, "replace", batch, dialogue)
+        elif len(dialogue) > len(done):
+            cancelled = await _write(loop, session, "commit", dialogue[len(done) :], dialogue)
+        if loop.committed is not done:
+            loop.emit("session_committed")
+    loop.emit("turn_finished")
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _write(
+    loop: Loop, session: SessionLike, name: str, batch: list[Component], dialogue: list[Component]
+) -> bool:
+    """Write ``batch`` with the session's ``a{name}`` method, or ``name`` when it has none.
+
+    Returns whether a cancellation arrived while the write was in flight.
+    """
+    method = getattr(session, f"a{name}", None)
+    if method is None:
+        loop.session = getattr(session, name)(batch)
+        loop.committed = dialogue
+        return False
+    task = asyncio.ensure_future(method(batch))
+    try:
+        loop.session = await asyncio.shield(task)
+        cancelled = False
+    except asyncio.CancelledError:
+        try:
+            loop.session = await task
+        except Exception:
+            raise asyncio.CancelledError from None  # the write failed: nothing was stored
+        cancelled = True
     loop.committed = dialogue
-    loop.emit("session_committed")
+    return cancelled
+    loop.committed = dialogue
+    return cancelled

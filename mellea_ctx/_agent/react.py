@@ -68,7 +68,7 @@ from .._core.tool_tokens import request_overhead
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
-from .loop_state import Loop, commit, dialogue_of, request_only
+from .loop_state import Loop, dialogue_of, finish_turn, request_only
 from .overflow import generate, tool_overhead
 from .result import ReactResult, SessionLike
 from .searching import Searching as _Searching
@@ -261,15 +261,13 @@ async def _turn(
         raise InvalidContextError(msg)
     loop.ctx = loop.ctx.add(output)
     if not output.tool_calls:
-        commit(loop)
-        loop.emit("turn_finished")
+        await finish_turn(loop)
         return output
     results = await asyncio.gather(*(_run_tool(registry, call) for call in output.tool_calls))
     for call, (text, error) in zip(output.tool_calls, results, strict=True):
         loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
         loop.emit("tool_called", tool=call.name, error=error)
-    commit(loop)
-    loop.emit("turn_finished")
+    await finish_turn(loop)
     return None
 
 

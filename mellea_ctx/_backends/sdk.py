@@ -18,6 +18,7 @@ from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
 from .errors import map_provider_error
+from .telemetry import observe_request_failure
 from .windows import check_window, known_window, server_window
 
 __all__ = ["SDKBackend", "sdk_arguments"]
@@ -157,6 +158,7 @@ class SDKBackend(abc.ABC):
             response = await self.call(sdk, messages, options, tools or ())
         except Exception as exc:
             mapped = map_provider_error(exc, self.provider, getattr(sdk, self.sdk_error))
+            observe_request_failure(self, exc if mapped is None else mapped)
             if mapped is None:
                 raise
             raise mapped from exc

@@ -24,8 +24,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._backends.bridge import bounded, wait_in_worker
+from .._backends.telemetry import (
+    compaction_span,
+    model_call_span,
+    observe_compaction,
+    observe_retry,
+)
 from .._core.checkpoint import Checkpoint
-from .._core.components import Component
+from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import (
     BackendError,
     CompactionError,
@@ -135,6 +141,7 @@ class Engine:
         gave_up = _abandoned.get()
         if gave_up is not None and gave_up.is_set():
             return  # the blocking caller has already recorded this compaction as timed out
+        observe_compaction(record)  # the mellea_ctx logger, and the current span
         hook = self.settings.on_record
         if hook is not None:
             hook(record)
@@ -186,7 +193,10 @@ class Engine:
             if attempts is not None:
                 attempts[0] += 1
             try:
-                output = await backend.generate(messages, model_options=settings.model_options)
+                outputs: list[ModelOutputThunk] = []
+                with model_call_span(backend, outputs):
+                    output = await backend.generate(messages, model_options=settings.model_options)
+                    outputs.append(output)
                 break
             except BackendError as exc:
                 if not exc.retryable or attempt >= settings.retries:
@@ -197,6 +207,7 @@ class Engine:
                 if loop.time() + delay >= deadline:
                     raise  # waiting would run into the timeout: report the real error now
                 attempt += 1
+                observe_retry(self.owner, attempt, settings.retries, delay, exc)
                 await asyncio.sleep(delay)
         if output.tool_calls:
             names = ", ".join(call.name for call in output.tool_calls)
@@ -224,6 +235,21 @@ class Engine:
         the result is never applied, whenever it arrives, and a ``timed_out``
         record is reported.
         """
+        with compaction_span(self.owner):  # a span when OpenTelemetry is configured
+            return await self._bounded_replace(
+                ctx, p, k, backend, target=target, instructions=instructions
+            )
+
+    async def _bounded_replace(
+        self,
+        ctx: ChatContext,
+        p: int,
+        k: int,
+        backend: Backend | None,
+        *,
+        target: int | None = None,
+        instructions: str | None = None,
+    ) -> ChatContext | Failed:
         started = time.perf_counter()
         chosen = self.backend_for(backend)
         attempts = [0]

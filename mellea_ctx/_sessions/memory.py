@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
-from .._core.exceptions import SessionConflictError
+from .._core.exceptions import InvalidComponentError, SessionConflictError
 from .._formats.checkpoint_records import chain
 from .._formats.serialize import component_from_record, component_to_record
 from .store import (
@@ -173,20 +173,30 @@ class _Known:
 
 
 def _storable(owner: str, components: tuple[Component, ...], known: _Known) -> None:
-    """Refuse what SQLite and Redis refuse (a lone surrogate), with the same error.
+    """Refuse what SQLite and Redis refuse (a lone surrogate), with the very same error.
 
-    Only what this store has not seen is checked: the components themselves,
-    and for a new checkpoint the summaries and plain components along its
-    chain, down to the checkpoints already normalized.
+    Only what this store has not seen is looked at: each component, and for a
+    new checkpoint the summaries and plain components along its chain, down
+    to the checkpoints already normalized. Where something is refused, the
+    whole component's record is written as the durable stores write it, so
+    the message names the same field.
     """
     for index, component in enumerate(components):
-        if type(component) is not Checkpoint:
-            dump_records(f"{owner}: components[{index}]", [component])
-            continue
-        for node in chain(component, lambda c: known.get(c) is not None):
-            plain = [c for c in node.span if type(c) is not Checkpoint]
-            shallow = Checkpoint(node.summary, preserved=node.preserved, span=plain)
-            dump_records(f"{owner}: components[{index}]", [shallow])
+        if type(component) is Checkpoint:
+            try:
+                for node in chain(component, lambda c: known.get(c) is not None):
+                    plain = [c for c in node.span if type(c) is not Checkpoint]
+                    dump_records(
+                        owner, [Checkpoint(node.summary, preserved=node.preserved, span=plain)]
+                    )
+                continue
+            except InvalidComponentError:
+                pass  # found one: name it as the other stores do, below
+        try:
+            dump_records(owner, [component])
+        except InvalidComponentError as exc:
+            msg = str(exc).replace("components[0]", f"components[{index}]", 1)
+            raise InvalidComponentError(msg) from None
 
 
 def _normalized(

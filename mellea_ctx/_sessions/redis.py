@@ -101,12 +101,12 @@ _APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
 _REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
 
 
-def _import_redis() -> Any:
+def _import_redis(owner: str = "RedisStore") -> Any:
     try:
         import redis
     except ImportError as exc:
         msg = (
-            "RedisStore needs the redis package (redis-py), which is not installed; "
+            f"{owner} needs the redis package (redis-py), which is not installed; "
             "install it with: pip install '.[redis]' in the mellea-ctx clone"
         )
         raise ImportError(msg) from exc
@@ -336,30 +336,33 @@ class RedisStore:
         try:
             yield
         except self._redis_error as exc:
-            text = str(exc)
-            if "maxmemory" in text:
-                advice = (
-                    "the server is at its maxmemory and refused the write, so nothing was "
-                    "written: raise maxmemory or clear old sessions, then retry"
-                )
-            elif "MISCONF" in text:
-                advice = (
-                    "the server cannot save to its disk (full, or not writable) and refuses "
-                    "writes, so nothing was written: free space on the server's disk, then retry"
-                )
-            elif operation in ("append", "replace"):
-                advice = (
-                    "if the connection broke after the server received the write, it may be "
-                    "stored: check that the server is up, then reload the session and look "
-                    "for this turn before writing it again"
-                )
-            else:
-                advice = (
-                    "check that the server is up and reachable, then reload the session "
-                    "before writing again"
-                )
-            msg = (
-                f"RedisStore({self._where}): {operation} on session {session_id!r} failed: "
-                f"{type(exc).__name__}: {exc}; {advice}"
-            )
-            raise SessionStoreError(msg) from exc
+            raise store_error(f"RedisStore({self._where})", operation, session_id, exc) from exc
+
+
+def store_error(owner: str, operation: str, session_id: str, exc: Exception) -> SessionStoreError:
+    """The error a Redis store raises for ``exc``, with advice that fits what failed."""
+    text = str(exc)
+    if "maxmemory" in text:
+        advice = (
+            "the server is at its maxmemory and refused the write, so nothing was "
+            "written: raise maxmemory or clear old sessions, then retry"
+        )
+    elif "MISCONF" in text:
+        advice = (
+            "the server cannot save to its disk (full, or not writable) and refuses "
+            "writes, so nothing was written: free space on the server's disk, then retry"
+        )
+    elif operation in ("append", "replace"):
+        advice = (
+            "if the connection broke after the server received the write, it may be "
+            "stored: check that the server is up, then reload the session and look "
+            "for this turn before writing it again"
+        )
+    else:
+        advice = (
+            "check that the server is up and reachable, then reload the session "
+            "before writing again"
+        )
+    failure = f"{type(exc).__name__}: {exc}"
+    msg = f"{owner}: {operation} on session {session_id!r} failed: {failure}; {advice}"
+    return SessionStoreError(msg)

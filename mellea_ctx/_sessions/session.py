@@ -17,6 +17,12 @@ Each request works on an immutable :class:`Session` snapshot:
 4. after a compaction, ``session = session.replace(compacted)`` stores the
    dialogue the compactor produced instead.
 
+Async code does the same with ``await memory.aopen(...)``,
+``await session.acommit(turn)`` and ``await session.areplace(compacted)``,
+which go through the store's async face (:func:`~mellea_ctx.as_async_store`)
+and never block the event loop. An async-only store (``AsyncRedisStore``)
+has only these.
+
 *Request-only* messages (a reminder injected for one model call, a retrieved
 document, tool guidance) are simply never committed: add them to the context
 of the request and leave them out of the turn you commit.
@@ -32,8 +38,9 @@ import attrs
 from .._core.components import Component, Message
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from .async_store import AsyncSessionStore, as_async_store
 from .memory import MemoryStore
-from .store import SessionStore, check_components, check_meta, check_session_id
+from .store import SessionStore, StoredSession, check_components, check_meta, check_session_id
 
 if TYPE_CHECKING:
     from .._core.protocols import InlineCompactor
@@ -50,10 +57,13 @@ class SessionMemory:
             default; one process, nothing survives it), a
             :class:`~mellea_ctx.SQLiteStore` (durable, one machine) or a
             :class:`~mellea_ctx.RedisStore` (many workers on many machines),
-            or any :class:`~mellea_ctx.SessionStore`.
+            or any :class:`~mellea_ctx.SessionStore`; or an
+            :class:`~mellea_ctx.AsyncSessionStore`
+            (:class:`~mellea_ctx.AsyncSQLiteStore`, which has both faces, or
+            :class:`~mellea_ctx.AsyncRedisStore`, which is async only).
 
     Raises:
-        InvalidArgumentError: When ``store`` is not a ``SessionStore``.
+        InvalidArgumentError: When ``store`` is neither kind of store.
 
     Examples:
         >>> from mellea_ctx import Message, ModelOutputThunk
@@ -67,24 +77,40 @@ class SessionMemory:
         ['user', 'assistant']
     """
 
-    __slots__ = ("_store",)
+    __slots__ = ("_astore", "_store")
 
-    def __init__(self, store: SessionStore | None = None) -> None:
+    def __init__(self, store: SessionStore | AsyncSessionStore | None = None) -> None:
         if store is None:
             store = MemoryStore()
-        elif not isinstance(store, SessionStore):
+        elif not isinstance(store, (SessionStore, AsyncSessionStore)):
             msg = (
                 f"SessionMemory: store={store!r} is not a SessionStore (it needs load, append, "
-                "replace, set_meta and clear); pass MemoryStore(), SQLiteStore(path) or "
-                "RedisStore(url)"
+                "replace, set_meta and clear) nor an AsyncSessionStore (aload, aappend, ...); "
+                "pass MemoryStore(), SQLiteStore(path), RedisStore(url) or AsyncRedisStore(url)"
             )
             raise InvalidArgumentError(msg)
-        self._store = store
+        self._store: SessionStore | None = store if isinstance(store, SessionStore) else None
+        self._astore = as_async_store(store)
 
     @property
     def store(self) -> SessionStore:
-        """The store the sessions live in."""
+        """The store the sessions live in.
+
+        Raises:
+            InvalidArgumentError: When the store is async only (use :attr:`astore`).
+        """
+        if self._store is None:
+            msg = (
+                f"SessionMemory: the store {self._astore!r} is async only; use the async "
+                "methods (await memory.aopen(...), session.acommit(...)) or memory.astore"
+            )
+            raise InvalidArgumentError(msg)
         return self._store
+
+    @property
+    def astore(self) -> AsyncSessionStore:
+        """The store's async face: the store itself, or an adapter (:func:`as_async_store`)."""
+        return self._astore
 
     def open(self, session_id: str) -> Session:
         """Return a snapshot of the session as stored now (empty, version 0, when new).
@@ -94,7 +120,28 @@ class SessionMemory:
                 of at most 200 characters.
         """
         check_session_id("SessionMemory.open", session_id)
-        stored = self._store.load(session_id)
+        return self._snapshot(session_id, self.store.load(session_id))
+
+    async def aopen(self, session_id: str) -> Session:
+        """Return a snapshot of the session, read through the store's async face.
+
+        Raises:
+            InvalidArgumentError: For a bad session id (as :meth:`open`).
+
+        Examples:
+            >>> import asyncio
+            >>> from mellea_ctx import Message
+            >>> memory = SessionMemory()
+            >>> async def turn():
+            ...     session = await memory.aopen("s1")
+            ...     return await session.acommit([Message("user", "hi")])
+            >>> asyncio.run(turn()).version
+            1
+        """
+        check_session_id("SessionMemory.aopen", session_id)
+        return self._snapshot(session_id, await self._astore.aload(session_id))
+
+    def _snapshot(self, session_id: str, stored: StoredSession) -> Session:
         return Session(
             memory=self,
             session_id=session_id,
@@ -113,7 +160,7 @@ class SessionMemory:
             ()
         """
         check_session_id("SessionMemory.messages", session_id)
-        return self._store.load(session_id).components
+        return self.store.load(session_id).components
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key of the session, or delete it when ``value`` is ``None``.
@@ -129,15 +176,15 @@ class SessionMemory:
         """
         check_session_id("SessionMemory.set_meta", session_id)
         check_meta("SessionMemory.set_meta", key, value)
-        self._store.set_meta(session_id, key, value)
+        self.store.set_meta(session_id, key, value)
 
     def clear(self, session_id: str) -> None:
         """Forget one session (dialogue, version and metadata); other sessions are untouched."""
         check_session_id("SessionMemory.clear", session_id)
-        self._store.clear(session_id)
+        self.store.clear(session_id)
 
     def __repr__(self) -> str:
-        return f"SessionMemory(store={self._store!r})"
+        return f"SessionMemory(store={self._astore if self._store is None else self._store!r})"
 
 
 @attrs.define(frozen=True, slots=True)
@@ -233,12 +280,30 @@ class Session:
             >>> session.version, after.version, len(after.dialogue)
             (0, 1, 4)
         """
-        batch = check_components("Session.commit", components)
+        batch = self._turn("Session.commit", components)
         if not batch:
             return self
-        _check_turn("Session.commit", self.session_id, self.dialogue, batch)
         version = self.memory.store.append(self.session_id, batch, expected_version=self.version)
         return attrs.evolve(self, version=version, dialogue=self.dialogue + batch)
+
+    async def acommit(self, components: Iterable[Component]) -> Session:
+        """:meth:`commit` through the store's async face; ``self`` is not modified.
+
+        Raises:
+            SessionConflictError: As :meth:`commit`, which lists the other errors.
+        """
+        batch = self._turn("Session.acommit", components)
+        if not batch:
+            return self
+        astore = self.memory.astore
+        version = await astore.aappend(self.session_id, batch, expected_version=self.version)
+        return attrs.evolve(self, version=version, dialogue=self.dialogue + batch)
+
+    def _turn(self, owner: str, components: Iterable[Component]) -> tuple[Component, ...]:
+        batch = check_components(owner, components)
+        if batch:
+            _check_turn(owner, self.session_id, self.dialogue, batch)
+        return batch
 
     def replace(self, dialogue: Iterable[Component]) -> Session:
         """Store the dialogue a compaction produced, atomically; ``self`` is not modified.
@@ -263,14 +328,30 @@ class Session:
             >>> [c.role for c in session.replace(compacted).dialogue]
             ['user']
         """
-        items = check_components("Session.replace", dialogue)
-        front = 0
-        while front < len(items) and _is_instruction(items[front]):
-            front += 1
-        kept = items[front:]
-        _check_turn("Session.replace", self.session_id, (), kept)
+        kept = _compacted("Session.replace", self.session_id, dialogue)
         version = self.memory.store.replace(self.session_id, kept, expected_version=self.version)
         return attrs.evolve(self, version=version, dialogue=kept)
+
+    async def areplace(self, dialogue: Iterable[Component]) -> Session:
+        """:meth:`replace` through the store's async face; ``self`` is not modified.
+
+        Raises:
+            SessionConflictError: As :meth:`replace`, which lists the other errors.
+        """
+        kept = _compacted("Session.areplace", self.session_id, dialogue)
+        astore = self.memory.astore
+        version = await astore.areplace(self.session_id, kept, expected_version=self.version)
+        return attrs.evolve(self, version=version, dialogue=kept)
+
+
+def _compacted(owner: str, session_id: str, dialogue: Iterable[Component]) -> tuple[Component, ...]:
+    items = check_components(owner, dialogue)
+    front = 0
+    while front < len(items) and _is_instruction(items[front]):
+        front += 1
+    kept = items[front:]
+    _check_turn(owner, session_id, (), kept)
+    return kept
 
 
 def _is_instruction(component: Component) -> bool:

@@ -2,7 +2,8 @@
 
     python tests/reliability/_race_worker.py STORE NAME
 
-``STORE`` is ``sqlite:PATH`` or ``redis:URL#PREFIX``. Reads commands on stdin, one a line:
+``STORE`` is ``sqlite:PATH`` or ``redis:URL#PREFIX``, or their ``async-`` forms. Reads
+commands on stdin, one a line:
 
 * ``load``: open session ``s1``; prints ``loaded VERSION``;
 * ``commit R``: commit the turn ``NAME round R`` from the snapshot last loaded;
@@ -19,20 +20,15 @@ import sys
 from mellea_ctx import (
     Message,
     ModelOutputThunk,
-    RedisStore,
     SessionConflictError,
     SessionMemory,
     SessionStore,
-    SQLiteStore,
 )
+from tests._async_face import open_spec
 
 
 def open_store(spec: str) -> SessionStore:
-    kind, _, target = spec.partition(":")
-    if kind == "sqlite":
-        return SQLiteStore(target, timeout=60)
-    url, _, prefix = target.partition("#")
-    return RedisStore(url, prefix=prefix)
+    return open_spec(spec, timeout=60)
 
 
 def main(spec: str, name: str) -> None:

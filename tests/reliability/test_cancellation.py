@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from mellea_ctx import (
+    AsyncSQLiteStore,
     ChatContext,
     CompactionRecord,
     CompactionTimeoutError,
@@ -237,13 +238,24 @@ def state(store: Any) -> StoredSession:
 @pytest.mark.reliability
 class TestCancelAReactEverywhere:
     @pytest.mark.parametrize("compacting", [False, True], ids=["plain", "compacting"])
-    @pytest.mark.parametrize("kind", ["memory", "sqlite"])
+    @pytest.mark.parametrize("kind", ["memory", "sqlite", "async-sqlite"])
     def test_every_await_point(self, kind: str, compacting: bool, tmp_path: Path) -> None:
         """Cancelled at any await point, areact leaves its context as it was and the session
-        store exactly as after the last finished turn (as before the call, if none)."""
+        store exactly as after the last finished turn (as before the call, if none).
+
+        Every kind writes through an async face (memory inline, sqlite in a worker thread,
+        async-sqlite through AsyncSQLiteStore), so a turn's write is an await point too.
+        """
 
         def run_at(n: int) -> bool:
-            store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / f"{n}.db")
+            path = tmp_path / f"{n}.db"
+            store: Any = (
+                MemoryStore()
+                if kind == "memory"
+                else AsyncSQLiteStore(path)
+                if kind == "async-sqlite"
+                else SQLiteStore(path)
+            )
             try:
                 memory = SessionMemory(store)
                 memory.open("agent").commit(

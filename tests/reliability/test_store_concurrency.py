@@ -28,6 +28,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mellea_ctx import (
+    AsyncRedisStore,
+    AsyncSessionStore,
+    AsyncSQLiteStore,
     ChatContext,
     Checkpoint,
     Component,
@@ -54,11 +58,13 @@ from mellea_ctx import (
     ToolCall,
     ToolMessage,
     areact,
+    as_async_store,
     component_to_record,
     pin_react_initiator,
     tool,
 )
 
+from .._async_face import open_spec as open_any
 from .._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.reliability
@@ -194,16 +200,28 @@ class TestOneCompactorManySessions:
 # -- 100 agent loops, one compactor, one store ----------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+@pytest.fixture(params=["memory", "sqlite", "redis", "async-memory", "async-sqlite", "async-redis"])
+def shared_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[SessionStore | AsyncSessionStore]:
+    """One store of each kind; the async kinds are used through their async face only."""
     if request.param == "memory":
         yield MemoryStore()
+    elif request.param == "async-memory":
+        yield as_async_store(MemoryStore())
     elif request.param == "sqlite":
         with SQLiteStore(tmp_path / "sessions.db", timeout=60) as store:
             yield store
+    elif request.param == "async-sqlite":
+        with AsyncSQLiteStore(tmp_path / "sessions.db", timeout=60) as async_store:
+            yield async_store
     else:
         server: RedisServer = request.getfixturevalue("redis_server")
-        with RedisStore(server.url, prefix=f"loops-{uuid.uuid4().hex}:") as store:
+        prefix = f"loops-{uuid.uuid4().hex}:"
+        if request.param == "async-redis":
+            yield AsyncRedisStore(server.url, prefix=prefix)  # the test closes it, in its loop
+            return
+        with RedisStore(server.url, prefix=prefix) as store:
             yield store
 
 
@@ -227,7 +245,9 @@ def agent(messages: Sequence[Component], options: Any) -> Any:
 
 
 class TestAgentLoops:
-    def test_100_loops_share_a_compactor_and_a_store(self, shared_store: SessionStore) -> None:
+    def test_100_loops_share_a_compactor_and_a_store(
+        self, shared_store: SessionStore | AsyncSessionStore
+    ) -> None:
         """Each loop stores only its own turns and summaries, and gets its own answer."""
         prompts: list[set[int]] = []
 
@@ -247,7 +267,7 @@ class TestAgentLoops:
         events: dict[int, list[Event]] = {i: [] for i in range(SESSIONS)}
 
         async def loop(i: int) -> Any:
-            session = memory.open(f"s{i}")
+            session = await memory.aopen(f"s{i}")
             return await areact(
                 f"task S{i}: take four notes",
                 session.context(system="You take notes."),
@@ -258,14 +278,19 @@ class TestAgentLoops:
                 on_event=events[i].append,
             )
 
-        async def main() -> list[Any]:
-            return list(await asyncio.gather(*(loop(i) for i in range(SESSIONS))))
+        async def main() -> tuple[list[Any], list[tuple[Component, ...]]]:
+            try:
+                results = list(await asyncio.gather(*(loop(i) for i in range(SESSIONS))))
+                opened = [await memory.aopen(f"s{i}") for i in range(SESSIONS)]
+                return results, [session.dialogue for session in opened]
+            finally:
+                if isinstance(shared_store, AsyncRedisStore):
+                    await shared_store.aclose()
 
-        results = asyncio.run(main())
+        results, dialogues = asyncio.run(main())
         applied = 0
-        for i, result in enumerate(results):
+        for i, (result, stored) in enumerate(zip(results, dialogues, strict=True)):
             assert f"done S{i}" == result.answer
-            stored = memory.messages(f"s{i}")
             assert {i} == sessions_in(text_of(stored))
             assert {f"s{i}"} == {e.session_id for e in events[i]}
             mine = sum(e.kind == "compaction_applied" for e in events[i])
@@ -291,20 +316,18 @@ def echo(text: str) -> str:
 # -- two writers, one session -----------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "async-sqlite", "async-redis"])
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'sessions.db'}"
+    kind = request.param
+    if kind.endswith("sqlite"):
+        return f"{kind}:{tmp_path / 'sessions.db'}"
     server: RedisServer = request.getfixturevalue("redis_server")
-    return f"redis:{server.url}#race-{uuid.uuid4().hex}:"
+    return f"{kind}:{server.url}#race-{uuid.uuid4().hex}:"
 
 
-def open_spec(spec: str) -> SessionStore:
-    kind, _, target = spec.partition(":")
-    if kind == "sqlite":
-        return SQLiteStore(target, timeout=60)
-    url, _, prefix = target.partition("#")
-    return RedisStore(url, prefix=prefix)
+def open_spec(spec: str) -> Any:
+    """The store ``spec`` names (every kind has ``close``)."""
+    return open_any(spec, timeout=60)
 
 
 ROUNDS = 100
@@ -355,7 +378,8 @@ class TestTwoWriters:
             for racer in racers:
                 racer.communicate(input="", timeout=60)
         assert [0, 0] == [racer.returncode for racer in racers]
-        check_all_stored(open_spec(store_spec), ["A", "B"])
+        with closing(open_spec(store_spec)) as store:
+            check_all_stored(store, ["A", "B"])
         print(f"two processes on {store_spec.split(':')[0]}: {outcomes} wins, 0 lost")
 
     def test_two_connections(self, store_spec: str) -> None:
@@ -380,14 +404,15 @@ class TestTwoWriters:
                 barrier.wait(timeout=60)  # the round is over for both
 
         threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=300)
-        assert not any(thread.is_alive() for thread in threads)
-        for r in range(ROUNDS):
-            assert {"won", "lost"} == {outcomes[0][r], outcomes[1][r]}
-        check_all_stored(stores[0], ["A", "B"])
+        with closing(stores[0]), closing(stores[1]):
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=300)
+            assert not any(thread.is_alive() for thread in threads)
+            for r in range(ROUNDS):
+                assert {"won", "lost"} == {outcomes[0][r], outcomes[1][r]}
+            check_all_stored(stores[0], ["A", "B"])
 
 
 def turn(name: str, r: int) -> list[Component]:

@@ -36,6 +36,7 @@ from redis.backoff import ConstantBackoff, NoBackoff
 from redis.retry import Retry
 
 from mellea_ctx import (
+    AsyncSQLiteStore,
     Checkpoint,
     MemoryStore,
     RedisStore,
@@ -46,6 +47,7 @@ from mellea_ctx import (
     StoredSession,
 )
 
+from .._async_face import SyncFace
 from .._redis import _answers_ping, _free_port
 from .._session_worker import KEEP_TURNS, TURN_SIZE, turn, turns_in
 from ._sqlite_steps import STEPS, apply_steps
@@ -144,17 +146,23 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 class TestSQLiteFullDisk:
+    @pytest.mark.parametrize("face", ["sync", "async"])
     @pytest.mark.parametrize("filler_kib", [0, 64, 128, 192, 256])
     def test_a_full_disk_is_a_clear_error_and_keeps_the_last_turn(
-        self, tiny_disk: Path, filler_kib: int
+        self, tiny_disk: Path, filler_kib: int, face: str
     ) -> None:
-        """Commits and compactions until the disk is full; then free space and go on."""
+        """Commits and compactions until the disk is full; then free space and go on.
+
+        ``async``: the same writes through ``AsyncSQLiteStore``'s coroutines.
+        """
         filler = tiny_disk / "filler"
         filler.write_bytes(b"\0" * filler_kib * 1024)
         ballast = tiny_disk / "ballast"  # freed at the end, so the session can resume
         ballast.write_bytes(b"\0" * 48 * 1024)
         path = tiny_disk / "sessions.db"
-        store = SQLiteStore(path)
+        store: SessionStore = (
+            SyncFace(AsyncSQLiteStore(path)) if face == "async" else SQLiteStore(path)
+        )
         memory = SessionMemory(store)
         session = memory.open("s1")
         acknowledged = session
