@@ -13,8 +13,9 @@ Terms:
 * a cut at ``k`` (keep ``items[k:]``) is *safe* when no exchange spans it;
 * a *thinking loop* is the run of assistant steps with tool calls and their
   results that ends the history (the loop goes on), when some step of it has
-  thinking: Anthropic wants that thinking back, so the loop spans from its
-  first step past any cut, like an open exchange;
+  thinking: Anthropic wants that thinking back and the kept loop to start with
+  a thinking step, so the loop spans from its last thinking step past any cut,
+  like an open exchange;
 * the *prefix* is where the pin predicate says, moved forward to the next
   safe cut when it falls inside an exchange;
 * a summarizing compactor replaces a *span* ``items[p:k]`` (``p`` the end of
@@ -81,7 +82,7 @@ _THINKING = ("ThinkingPart", "RedactedThinkingPart")
 
 
 def thinking_loop_first(items: Sequence[Component]) -> int | None:
-    """Return the index of a continuing thinking loop's first assistant step, if there is one.
+    """Return the index of a continuing loop's last assistant step with thinking, if any.
 
     The loop is the longest run at the end made only of assistant steps with
     tool calls and tool results.
@@ -94,8 +95,8 @@ def thinking_loop_first(items: Sequence[Component]) -> int | None:
     while start > 0 and in_loop(items[start - 1]):
         start -= 1
     steps = [i for i in range(start, len(items)) if items[i].tool_calls]
-    thinks = any(type(p).__name__ in _THINKING for i in steps for p in items[i].parts)
-    return steps[0] if steps and thinks else None
+    thinking = [i for i in steps if any(type(p).__name__ in _THINKING for p in items[i].parts)]
+    return thinking[-1] if thinking else None
 
 
 def safe_cuts(items: Sequence[Component]) -> list[bool]:

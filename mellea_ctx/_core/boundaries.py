@@ -18,9 +18,9 @@ where a result stands apart from its call (which no provider accepts) is
 Thinking models add one rule, per tool *loop* rather than per message. While
 a loop continues (the history ends in an assistant's tool calls or in their
 results), Anthropic requires the final assistant
-turn to start with its thinking block, signature intact, and the model writes
-thinking only on the loop's first step. So when any assistant step of that
-trailing loop carries thinking (:class:`~mellea_ctx._core.parts.ThinkingPart`
+turn to start with its thinking block, signature intact; a model writes
+thinking on the loop's first step (or, with interleaved thinking, on every
+step). So when an assistant step of that trailing loop carries thinking (:class:`~mellea_ctx._core.parts.ThinkingPart`
 or ``RedactedThinkingPart``), no cut may fall after the loop's first assistant
 step: a compactor keeps that step and everything after it unchanged. The
 same rule keeps DeepSeek's ``reasoning_content`` (a thinking part on the
@@ -78,14 +78,17 @@ _THINKING = (ThinkingPart, RedactedThinkingPart)
 
 
 def thinking_loop_start(items: Sequence[Component]) -> int | None:
-    """Return the first step of the continuing tool loop when some step of it carries thinking.
+    """Return the last step of the continuing tool loop that carries thinking, if any.
 
     The continuing loop is the run of assistant steps with tool calls and of
     tool results that ends the history (after the last user input or final
-    answer). When some step of it carries thinking, a cut after its first
-    step would drop the thinking the provider requires back, so the caller
-    must keep that step and all after it. Returns ``None`` when there is no
-    such loop. Costs the length of the loop.
+    answer). The provider wants the thinking of that loop back, and a kept
+    loop must start with a step that has it: a model that thinks only on the
+    loop's first step has this be the first step (the whole loop is kept), and
+    one that thinks on every step (interleaved thinking) may lose its earlier
+    steps but not the last thinking one. So no cut may fall after the step
+    returned here. Returns ``None`` when the loop has no thinking. Costs the
+    length of the loop.
 
     Examples:
         >>> from mellea_ctx import Message, ModelOutputThunk, ToolCall, ToolMessage
@@ -97,18 +100,16 @@ def thinking_loop_start(items: Sequence[Component]) -> int | None:
         >>> thinking_loop_start([Message("user", "go"), step, ToolMessage("a", tool_call_id="c1")])
         1
     """
-    first: int | None = None
-    thinking = False
     index = len(items) - 1
     while index >= 0:
         component = items[index]
         if component.tool_calls and component.role == "assistant":
-            first = index
-            thinking = thinking or has_thinking(component)
+            if has_thinking(component):
+                return index
         elif not is_tool_result(component):
-            break  # a user input or a final answer: the loop starts after it
+            return None  # a user input or a final answer: the loop starts after it
         index -= 1
-    return first if thinking else None
+    return None
 
 
 def safe_cut_table(items: Sequence[Component]) -> list[bool]:
