@@ -81,7 +81,7 @@ class TestDeepChains:
     ) -> None:
         """A session compacted 1,000 times (300 on a durable store) reads back after every batch."""
         kind = request.node.callspec.params["store_factory"]
-        _run(store_factory, DEFAULT_DEPTH[kind])
+        _run(store_factory, DEFAULT_DEPTH[kind.removeprefix("async-")])
 
     @pytest.mark.reliability
     def test_five_thousand_chained_compactions_on_every_store(

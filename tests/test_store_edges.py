@@ -31,20 +31,32 @@ def half_emoji(tmp_path: Path) -> list[Message]:
     return components  # type: ignore[return-value]
 
 
+def _owner(store: SessionStore) -> str:
+    """The class a store's errors name: an async store seen through the tests' sync face
+    names itself (or, behind an adapter, the sync store it runs)."""
+    astore = getattr(store, "astore", None)
+    if astore is None:
+        return type(store).__name__
+    inner = getattr(astore, "store", None) or getattr(astore, "_store", None)
+    names = {type(astore).__name__, type(inner).__name__ if inner is not None else ""}
+    names |= {base.__name__ for base in type(astore).__mro__[1:2]}
+    return "(?:" + "|".join(sorted(n for n in names if n and n != "object")) + ")"
+
+
 class TestLoneSurrogates:
     def test_a_component_is_refused_the_same_way_everywhere(
         self, store: SessionStore, tmp_path: Path
     ) -> None:
         """Every store refuses a lone surrogate with the same clear error and writes nothing."""
         components = half_emoji(tmp_path)
-        owner = type(store).__name__
+        owner = _owner(store)
         expected = (
-            rf"{owner}\.append: components\[0\] \(Message\) field record\['content'\] holds a "
+            rf"{owner}\.a?append: components\[0\] \(Message\) field record\['content'\] holds a "
             r"lone surrogate '\\ud83d' \(U\+D83D\) at character 5"
         )
         with pytest.raises(InvalidComponentError, match=expected):
             store.append("s", components, expected_version=0)
-        with pytest.raises(InvalidComponentError, match=rf"{owner}\.replace: components\[0\]"):
+        with pytest.raises(InvalidComponentError, match=rf"{owner}\.a?replace: components\[0\]"):
             store.replace("s", components, expected_version=0)
         assert 0 == store.load("s").version
 
@@ -68,7 +80,7 @@ class TestLoneSurrogates:
             "set_meta": lambda: store.set_meta("\ud800", "k", "v"),
             "clear": lambda: store.clear("\ud800"),
         }
-        expected = rf"{type(store).__name__}\.{operation}: session_id='\\ud800' holds a lone"
+        expected = rf"{_owner(store)}\.a?{operation}: session_id='\\ud800' holds a lone"
         with pytest.raises(InvalidArgumentError, match=expected):
             calls[operation]()
 

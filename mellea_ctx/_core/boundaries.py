@@ -17,12 +17,12 @@ where a result stands apart from its call (which no provider accepts) is
 
 Thinking models add one rule, per tool *loop* rather than per message. While
 a loop continues (the history ends in an assistant's tool calls or in their
-results), Anthropic requires the final assistant
-turn to start with its thinking block, signature intact; a model writes
-thinking on the loop's first step (or, with interleaved thinking, on every
-step). So when an assistant step of that trailing loop carries thinking (:class:`~mellea_ctx._core.parts.ThinkingPart`
-or ``RedactedThinkingPart``), no cut may fall after the loop's first assistant
-step: a compactor keeps that step and everything after it unchanged. The
+results), Anthropic requires the loop's assistant turn to start with its
+thinking block, signature intact; a model writes thinking on the loop's first
+step (or, with interleaved thinking, on every step). So when an assistant step
+of that trailing loop carries thinking (:class:`~mellea_ctx.ThinkingPart` or
+``RedactedThinkingPart``), no cut may fall after the loop's last step with
+thinking: a compactor keeps that step and everything after it unchanged. The
 same rule keeps DeepSeek's ``reasoning_content`` (a thinking part on the
 assistant message) with the tool calls it preceded. Closed loops, answered by
 a final message, have no such constraint: the provider ignores or strips

@@ -27,7 +27,7 @@ from .store import (
     check_meta,
     check_session_id,
     check_version,
-    dump_record,
+    dump_records,
     load_record,
 )
 
@@ -138,7 +138,7 @@ class AsyncRedisStore:
         owner = "AsyncRedisStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components, allow_empty=False)]
+        records = dump_records(owner, check_components(owner, components, allow_empty=False))
         return await self._write(self._append, "append", session_id, expected_version, records)
 
     async def areplace(
@@ -155,7 +155,7 @@ class AsyncRedisStore:
         owner = "AsyncRedisStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = [dump_record(c) for c in check_components(owner, components)]
+        records = dump_records(owner, check_components(owner, components))
         return await self._write(self._replace, "replace", session_id, expected_version, records)
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
