@@ -267,14 +267,8 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         if data is not None and _looks_anthropic(data):
             return _parse_anthropic(data, source, text)
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            # An OpenAI request body, {"model": ..., "messages": [...]}: its messages.
-            messages = data["messages"]
-            where = [f"message {index}" for index in range(len(messages))]
-            parsed = [
-                _parse_message(raw, f"{source} {at}")
-                for raw, at in zip(messages, where, strict=True)
-            ]
-            return _Transcript(parsed, "json", where)
+            # An OpenAI request body, {"model": ..., "messages": [...]}: kept whole.
+            return _parse_body(data, source)
         if isinstance(data, dict) and suffix.lower() == ".json":
             msg = (
                 f"{source}: holds one JSON object, not a JSON array of messages; put it in "
