@@ -79,7 +79,7 @@ class TestContextWindow:
     def test_known_defaults(self) -> None:
         """The models the docs name have their documented window."""
         assert known_window("gpt-4o-mini") == 128_000
-        assert known_window("claude-sonnet-4-6") == 200_000
+        assert known_window("claude-sonnet-4-6") == 1_000_000  # Anthropic models overview
         assert known_window("unknown-model") is None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,6 +87,11 @@ def chat(tmp_path: Path) -> Path:
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(CHAT), encoding="utf-8")
     return path
+
+
+def _unnumbered(problem: str) -> str:
+    """A validator's problem without its leading ``message N:`` (indices shift in a cut)."""
+    return re.sub(r"^message \d+: ", "", problem)
 
 
 class TestCompact:
@@ -214,8 +220,12 @@ class TestCompact:
         assert isinstance(turns, list)
         assert {"user", "assistant"} >= {turn["role"] for turn in turns}
         kept = load_anthropic(out)
-        assert [] == validate_anthropic(kept)
         original = load_anthropic(CORPUS / name)
+        # Real Claude Code turns hold blank text blocks ("\n\n" before thinking); the
+        # lossless writer keeps them as read (the backend leaves them out when it sends),
+        # so the compaction must add no problem other than those the input already has.
+        inherited = {_unnumbered(p) for p in validate_anthropic(original)}
+        assert set() == {_unnumbered(p) for p in validate_anthropic(kept)} - inherited
         body = [c for c in kept if c.content != "(earlier conversation)"]
         assert original[-len(body) :] == body
 

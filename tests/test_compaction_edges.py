@@ -281,7 +281,11 @@ class TestWindowEvents:
         assert "compaction_applied" in self._events(2, force=False)
 
     def test_compact_context_with_a_window_completes(self) -> None:
-        """compaction_started from compact_context is followed by its completion."""
+        """compaction_started from compact_context is followed by its completion.
+
+        react compacts before its first call too, so the window's first cut
+        (unforced, no compaction_started) comes before the forced one.
+        """
         kinds = self._events(1, force=True)
-        assert kinds[0] == "compaction_started"
-        assert kinds[1] in ("compaction_applied", "compaction_skipped")
+        started = kinds.index("compaction_started")
+        assert kinds[started + 1] in ("compaction_applied", "compaction_skipped")

@@ -75,10 +75,15 @@ async def generate(
         ) from first
     loop.emit("compaction_started")
     token = request_overhead.set(tool_overhead(backend, tools))
+    reported = loop.records
     try:
         after = await run_compactor(compactor, before, compaction_backend, force=True, focus="")
     finally:
         request_overhead.reset(token)
+    if loop.records == reported:  # a window reports no record: complete compaction_started
+        loop.ctx = after
+        loop.report_cut(compactor, before, forced=True)
+        loop.ctx = before
     if after is before or after.token_count >= before.token_count:
         msg = (
             f"react: the request is longer than the model's window ({_sizes(first)}) and "

@@ -25,6 +25,7 @@ from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError, InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
+from .openai import OpenAIBackend
 from .sdk import SDKBackend, sdk_arguments
 
 __all__ = ["OpenAIResponsesBackend"]
@@ -96,6 +97,24 @@ class OpenAIResponsesBackend(SDKBackend):
             max_retries=max_retries,
             model_options={**STATELESS, **dict(model_options or {})},
         )
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model`` is a reasoning model, by the same names as :class:`OpenAIBackend`.
+
+        Examples:
+            >>> OpenAIResponsesBackend.model_takes_reasoning_effort("gpt-5-mini")
+            True
+            >>> OpenAIResponsesBackend.model_takes_reasoning_effort("gpt-4o-mini")
+            False
+        """
+        return OpenAIBackend.model_takes_reasoning_effort(model)
+
+    def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
+        """The Responses API's ``reasoning={"effort": ...}``; an effort already there wins."""
+        reasoning = dict(options.get("reasoning") or {})
+        reasoning.setdefault("effort", effort)
+        options["reasoning"] = reasoning
 
     async def call(
         self,

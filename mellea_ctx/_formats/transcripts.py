@@ -18,13 +18,14 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import attrs
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
-from .anthropic import anthropic_document, read_turns
+from .anthropic import anthropic_document
+from .anthropic_files import looks_anthropic, parse_anthropic
 from .files import _atomic_write, _dumps
 from .locate import _array_labels
 from .openai import parse_message as _parse_message
@@ -167,67 +168,9 @@ def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = Fals
     return _parse_jsonl(text, source)
 
 
-#: Content block types only the Anthropic Messages API has.
-_ANTHROPIC_BLOCKS: Final = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
-)
-
-
-def _looks_anthropic(data: object) -> bool:
-    """Return whether parsed JSON is an Anthropic transcript rather than OpenAI messages.
-
-    An object is one when it has a ``messages`` list and either a ``system``
-    field or no message with an OpenAI-only role; an array is one when a
-    message holds an Anthropic-only block, or an assistant message holds a
-    list of blocks (OpenAI assistants send strings).
-    """
-    if isinstance(data, dict):
-        messages = data.get("messages")
-        if not isinstance(messages, list):
-            return False
-        if "system" in data:
-            return True
-        roles = {m.get("role") for m in messages if isinstance(m, dict)}
-        return bool(messages) and not roles & {"system", "tool", "developer"}
-    if not isinstance(data, list):
-        return False
-    for message in data:
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        if message.get("role") == "assistant" and content:
-            return True
-        if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
-            return True
-    return False
-
-
 def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Transcript:
-    locations: list[str] = []
-    if isinstance(data, dict):
-        if not isinstance(data.get("messages"), list):
-            msg = (
-                f"{source}: holds a JSON object without a 'messages' list; an Anthropic "
-                'transcript is a JSON array of turns or {"system": ..., "messages": [...]}'
-            )
-            raise InvalidContextError(msg)
-        components = read_turns(
-            data["messages"], data.get("system"), source=source, locations=locations
-        )
-        envelope = {k: v for k, v in data.items() if k != "messages" and k != "system"}
-        if data.get("system", 0) is None:
-            envelope["system"] = None  # an explicit null, written back as such
-        return _Transcript(components, "anthropic", locations, envelope, raw=data)
-    elif isinstance(data, list):
-        labels = _array_labels(text, len(data))
-        components = read_turns(data, source=source, locations=locations, labels=labels)
-    else:
-        msg = (
-            f"{source}: holds a JSON {type(data).__name__}; an Anthropic transcript is a JSON "
-            'array of turns or {"system": ..., "messages": [...]}'
-        )
-        raise InvalidContextError(msg)
-    return _Transcript(components, "anthropic", locations, raw=data)
+    components, locations, envelope = parse_anthropic(data, source, text)
+    return _Transcript(components, "anthropic", locations, envelope, raw=data)
 
 
 def _loads(text: str, source: str) -> object:
@@ -264,17 +207,11 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         if wire is not None:
             components, locations, body = parse(data, wire, source)
             return _Transcript(components, wire, locations, body, raw=data)
-        if data is not None and _looks_anthropic(data):
+        if data is not None and looks_anthropic(data):
             return _parse_anthropic(data, source, text)
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            # An OpenAI request body, {"model": ..., "messages": [...]}: its messages.
-            messages = data["messages"]
-            where = [f"message {index}" for index in range(len(messages))]
-            parsed = [
-                _parse_message(raw, f"{source} {at}")
-                for raw, at in zip(messages, where, strict=True)
-            ]
-            return _Transcript(parsed, "json", where)
+            # An OpenAI request body, {"model": ..., "messages": [...]}: kept whole.
+            return _parse_body(data, source)
         if isinstance(data, dict) and suffix.lower() == ".json":
             msg = (
                 f"{source}: holds one JSON object, not a JSON array of messages; put it in "
@@ -327,10 +264,10 @@ def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
 
     The file (UTF-8 JSON) is either an array of turns ``{"role", "content"}``
     or an object ``{"system": ..., "messages": [...]}`` (a request body's
-    other fields are ignored). Turns are read as
-    :func:`~mellea_ctx.from_anthropic` reads them: ``thinking`` blocks, the
-    ``is_error`` flag and extra keys such as ``cache_control`` are not kept.
-    The history's tool rules are not checked here (see
+    other fields are not components; the command line writes them back).
+    Turns are read as :func:`~mellea_ctx.from_anthropic` reads them, with
+    nothing dropped: thinking blocks, ``is_error`` and extra keys such as
+    ``cache_control`` are kept. The history's tool rules are not checked here (see
     :func:`validate_anthropic`).
 
     Args:

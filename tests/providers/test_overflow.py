@@ -25,6 +25,7 @@ from mellea_ctx import (
     OpenAIBackend,
     ReactInitiator,
     RequestRejectedError,
+    ThresholdCompactor,
     TieredCompactor,
     ToolCall,
     ToolMessage,
@@ -148,6 +149,9 @@ def _history() -> ChatContext:
 
 
 COMPACTOR = WindowCompactor(size=2)  # keeps the goal: it is the newest component
+# react compacts before its first call too, so a window alone would already have cut the
+# first request; gated far above these histories, it cuts only when forced by an overflow.
+ON_OVERFLOW = ThresholdCompactor(COMPACTOR, threshold=100_000)
 SERVERS = pytest.mark.parametrize("provider", ["openai", "anthropic"])
 
 
@@ -185,7 +189,7 @@ class TestReactRecovery:
             "Answer.",
             _history(),
             _backend(provider, server),
-            compactor=COMPACTOR,
+            compactor=ON_OVERFLOW,
             on_event=events.append,
         )
 
@@ -195,6 +199,8 @@ class TestReactRecovery:
         kinds = [e.kind for e in events]
         assert 1 == kinds.count("context_overflow")
         assert 1 == kinds.count("compaction_started")
+        started = kinds.index("compaction_started")
+        assert kinds[started + 1] == "compaction_applied"
 
     @SERVERS
     def test_refuses_when_the_pinned_prefix_alone_overflows(self, provider, request):
@@ -217,7 +223,7 @@ class TestReactRecovery:
         _overflow(provider, server)
         server.reply("never")
         with pytest.raises(ContextOverflowError, match="after one forced compaction"):
-            react("Answer.", _history(), _backend(provider, server), compactor=COMPACTOR)
+            react("Answer.", _history(), _backend(provider, server), compactor=ON_OVERFLOW)
 
         assert 2 == len(_sent(server))
 

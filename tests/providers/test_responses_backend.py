@@ -97,6 +97,25 @@ class TestRequests:
             k: body["tools"][0][k] for k in ("type", "name")
         }
 
+    def test_reasoning_effort_goes_in_the_reasoning_object(
+        self, server: ResponsesWireServer
+    ) -> None:
+        """A summarizer's reasoning_effort goes as reasoning.effort, for reasoning models only."""
+        for _ in range(3):
+            server.reply("ok")
+        generate(
+            OpenAIResponsesBackend("gpt-5-mini", base_url=server.base_url), reasoning_effort="low"
+        )
+        backend = OpenAIResponsesBackend(
+            "gpt-5-mini", base_url=server.base_url, model_options={"reasoning": {"effort": "high"}}
+        )
+        generate(backend, reasoning_effort="low")
+        generate(OpenAIResponsesBackend("gpt-4o", base_url=server.base_url), reasoning_effort="low")
+        sent = [request.json for request in server.requests]
+        assert {"effort": "low"} == sent[0]["reasoning"]
+        assert {"effort": "high"} == sent[1]["reasoning"]
+        assert "reasoning" not in sent[2] and "reasoning_effort" not in sent[2]
+
 
 class TestFaults:
     @pytest.mark.parametrize(
@@ -150,7 +169,12 @@ class TestReact:
     def test_tool_loop_with_parallel_calls_and_compaction(
         self, server: ResponsesWireServer
     ) -> None:
-        """react runs a multi-step loop, compacting midway; every request it sent validates."""
+        """react runs a multi-step loop with a window; every request it sent validates.
+
+        The loop carries reasoning, and a continuing thinking loop is never cut
+        (its reasoning must go back with its calls), so the window, though
+        over its size, keeps every step of it until the answer.
+        """
         server.reply(
             tool_calls=[("c1", "ls", '{"path": "src"}'), ("c2", "ls", '{"path": "tests"}')]
         )
@@ -173,6 +197,6 @@ class TestReact:
         inputs = [request.json["input"] for request in server.requests]
         assert all(validate_responses(items) == [] for items in inputs)
         ids = [{item.get("call_id") for item in items} for items in inputs]
-        assert "c1" in ids[1] and "c1" not in ids[-1]  # the window dropped the oldest step
+        assert {"c1", "c2", "c3", "c4", "c5"} <= ids[-1]  # the reasoning loop is kept whole
         reasoning = [i for i in inputs[-1] if i.get("type") == "reasoning"]
-        assert all(server.issued[r["id"]] == r for r in reasoning) and reasoning
+        assert 3 == len(reasoning) and all(server.issued[r["id"]] == r for r in reasoning)
