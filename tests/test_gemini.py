@@ -310,25 +310,17 @@ class TestCompaction:
 class TestTokensAndRepair:
     """Token counting and repair know the Gemini parts."""
 
-    @pytest.mark.xfail(
-        strict=True, reason="the token counter reads the text view; issue 11 counts every part"
-    )
     def test_thoughts_count(self) -> None:
-        """A thought part counts tokens."""
-        bare = from_gemini([{"role": "model", "parts": [{"text": "ok"}]}])
-        full = from_gemini(
-            [
-                {
-                    "role": "model",
-                    "parts": [
-                        {"text": "Thinking about the files " * 5, "thought": True},
-                        {"text": "ok"},
-                    ],
-                }
-            ]
+        """A thought part costs its text's tokens on top of the step's."""
+        thought = "Thinking about the files " * 5
+        (bare,) = from_gemini([{"role": "model", "parts": [{"text": "ok"}]}])
+        (full,) = from_gemini(
+            [{"role": "model", "parts": [{"text": thought, "thought": True}, {"text": "ok"}]}]
         )
         counter = default_counter()
-        assert sum(map(counter.count, full)) > sum(map(counter.count, bare))
+        framing = counter.per_message + 1  # the role is one token
+        assert framing + counter.count_text("ok") == counter.count(bare)
+        assert counter.count(bare) + counter.count_text(thought) == counter.count(full)
 
     def test_repair_gemini(self) -> None:
         """repair_history(provider="gemini") answers a closed call and validates."""

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .._core.calls import Usage
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError, InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
+from .openai import OpenAIBackend, cached_tokens
 from .sdk import SDKBackend, sdk_arguments
 
 __all__ = ["OpenAIResponsesBackend"]
@@ -53,6 +54,14 @@ class OpenAIResponsesBackend(SDKBackend):
             ``max_output_tokens``...), over ``store=False`` and
             ``include=["reasoning.encrypted_content"]``; per-call options
             override them.
+        context_window: The model's window in tokens, as for
+            :class:`~mellea_ctx.OpenAIBackend` (``"server"`` asks a local
+            server's ``/props``); by default the model's known window, else
+            unknown (``None``).
+        reasoning: Whether the model takes ``reasoning_effort`` (the option the
+            summarizers send), sent as ``reasoning={"effort": ...}``. ``None``
+            guesses from the name as ``OpenAIBackend`` does (o-series, gpt-5,
+            gpt-oss); for others the option is dropped.
 
     Raises:
         InvalidArgumentError: When the SDK is missing, or no key is given for
@@ -77,6 +86,8 @@ class OpenAIResponsesBackend(SDKBackend):
         timeout: float = 60.0,
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
+        context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -95,7 +106,25 @@ class OpenAIResponsesBackend(SDKBackend):
             timeout=timeout,
             max_retries=max_retries,
             model_options={**STATELESS, **dict(model_options or {})},
+            context_window=context_window,
+            reasoning=reasoning,
         )
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model`` is a reasoning model, by the names ``OpenAIBackend`` knows.
+
+        Examples:
+            >>> OpenAIResponsesBackend.model_takes_reasoning_effort("gpt-5-mini")
+            True
+        """
+        return OpenAIBackend.model_takes_reasoning_effort(model)
+
+    def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
+        """``reasoning={"effort": ...}``; an ``effort`` already in a ``reasoning`` option is kept."""
+        config = dict(options.get("reasoning") or {})
+        config.setdefault("effort", effort)
+        options["reasoning"] = config
 
     async def call(
         self,
@@ -143,7 +172,8 @@ def _parse(response: Any) -> ModelOutputThunk:
     raw = getattr(response, "usage", None)
     if raw is not None:
         prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
-        usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+        cached = cached_tokens(getattr(raw, "input_tokens_details", None))
+        usage = Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)
     if len(steps) == 1:
         only = steps[0]
         return ModelOutputThunk(

@@ -147,10 +147,23 @@ class TestFaults:
 
 
 class TestReact:
-    def test_tool_loop_with_parallel_calls_and_compaction(
-        self, server: ResponsesWireServer
-    ) -> None:
-        """react runs a multi-step loop, compacting midway; every request it sent validates."""
+    @pytest.mark.parametrize("reasoning", [True, False])
+    def test_tool_loop_with_parallel_calls_and_compaction(self, reasoning: bool) -> None:
+        """react runs a multi-step loop under a window; every request it sent validates.
+
+        Without reasoning items the window cuts the running loop midway. With them
+        the loop is kept whole from its first step (the boundaries' thinking-loop
+        rule, as for Anthropic and DeepSeek): the API itself only refuses a
+        reasoning item parted from the item it preceded (one step here), but
+        OpenAI's reasoning guide asks for every reasoning, call and output item
+        since the last user message while the model calls functions in a row, so
+        a mid-loop cut would take the model's chain of thought away. A closed
+        loop compacts as usual.
+        """
+        with ResponsesWireServer(reasoning=reasoning) as server:
+            self._loop(server, reasoning)
+
+    def _loop(self, server: ResponsesWireServer, reasoning: bool) -> None:
         server.reply(
             tool_calls=[("c1", "ls", '{"path": "src"}'), ("c2", "ls", '{"path": "tests"}')]
         )
@@ -173,6 +186,9 @@ class TestReact:
         inputs = [request.json["input"] for request in server.requests]
         assert all(validate_responses(items) == [] for items in inputs)
         ids = [{item.get("call_id") for item in items} for items in inputs]
-        assert "c1" in ids[1] and "c1" not in ids[-1]  # the window dropped the oldest step
-        reasoning = [i for i in inputs[-1] if i.get("type") == "reasoning"]
-        assert all(server.issued[r["id"]] == r for r in reasoning) and reasoning
+        assert "c1" in ids[1]
+        # the window dropped the oldest step, unless reasoning keeps the running loop whole
+        assert ("c1" in ids[-1]) is reasoning
+        sent = [i for i in inputs[-1] if i.get("type") == "reasoning"]
+        assert all(server.issued[r["id"]] == r for r in sent)
+        assert (3 if reasoning else 0) == len(sent)
