@@ -15,6 +15,7 @@ from mellea_ctx import (
     ModelOutputThunk,
     ToolCall,
     ToolMessage,
+    WindowCompactor,
     from_gemini,
     repair_history,
     to_gemini,
@@ -288,6 +289,24 @@ class TestCompaction:
         """WindowCompactor and ThresholdCompactor keep calls and responses together."""
         out = compact_quietly(compactor, _read(body))
         assert [] == (validate_gemini(to_gemini(out)) if _has_contents(out) else [])
+
+    def test_cut_after_a_pinned_answer(self) -> None:
+        """A cut that leaves calls right after a pinned model answer still validates.
+
+        Found by hypothesis: pinning up to a model answer and keeping only the last
+        call put a function call turn after a model turn, which Gemini refuses; the
+        writer joins the two model turns.
+        """
+        call = {"role": "model", "parts": [{"functionCall": {"name": "ls"}}]}
+        answer = {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {}}}]}
+        text = {"role": "user", "parts": [{"text": "go"}]}
+        done = {"role": "model", "parts": [{"text": "done"}]}
+        history = from_gemini([text, call, answer, done, text, call, answer, call, answer])
+        out = compact_quietly(WindowCompactor(size=1, pin_predicate=lambda items: 4), history)
+        assert 6 == len(out)
+        contents = to_gemini(out)["contents"]
+        assert [] == validate_gemini(contents)
+        assert [{"text": "done"}, {"functionCall": {"name": "ls"}}] == contents[3]["parts"]
 
     @settings(max_examples=25)
     @given(histories(), llm_summarizers())
