@@ -121,7 +121,7 @@ class OpenAIResponsesBackend(SDKBackend):
         return OpenAIBackend.model_takes_reasoning_effort(model)
 
     def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
-        """``reasoning={"effort": ...}``; an ``effort`` already in a ``reasoning`` option is kept."""
+        """``reasoning={"effort": ...}``; an ``effort`` already in ``reasoning`` is kept."""
         config = dict(options.get("reasoning") or {})
         config.setdefault("effort", effort)
         options["reasoning"] = config

@@ -29,6 +29,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._core.parts import ThinkingPart
 
+from ._wire import Reply
 from .responses_server import ResponsesWireServer
 
 HISTORY: list[Component] = [Message("system", "Be brief."), Message("user", "Where is the config?")]
@@ -96,6 +97,33 @@ class TestRequests:
         assert {"type": "function", "name": "ls"} == {
             k: body["tools"][0][k] for k in ("type", "name")
         }
+
+    def test_reasoning_effort_goes_in_reasoning(self, server: ResponsesWireServer) -> None:
+        """reasoning_effort is reasoning={"effort": ...} for a reasoning model, else dropped."""
+        server.reply("ok")
+        server.reply("ok")
+        server.reply("ok")
+        generate(
+            OpenAIResponsesBackend("gpt-5-mini", base_url=server.base_url), reasoning_effort="low"
+        )
+        kept = OpenAIResponsesBackend(
+            "gpt-5-mini", base_url=server.base_url, model_options={"reasoning": {"effort": "high"}}
+        )
+        generate(kept, reasoning_effort="low")
+        generate(
+            OpenAIResponsesBackend("gpt-4.1", base_url=server.base_url), reasoning_effort="low"
+        )
+        bodies = [request.json for request in server.requests]
+        assert [{"effort": "low"}, {"effort": "high"}, None] == [b.get("reasoning") for b in bodies]
+        assert all("reasoning_effort" not in body for body in bodies)
+
+    def test_cached_tokens_and_window(self, server: ResponsesWireServer) -> None:
+        """cached_tokens are cache reads (no writes reported); context_window is as given."""
+        server.enqueue(Reply("ok", usage=(1000, 5), cache=(900, 0)))
+        backend = OpenAIResponsesBackend("m", base_url=server.base_url, context_window=32_000)
+        usage = generate(backend).usage
+        assert (900, None) == (usage.cache_read_tokens, usage.cache_write_tokens)
+        assert 32_000 == backend.context_window
 
 
 class TestFaults:
