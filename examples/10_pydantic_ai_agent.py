@@ -34,7 +34,12 @@ def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
         return ModelResponse(parts=[TextPart("TICKET-117 is the only one still open.")])
     call = ToolCallPart("lookup", {"ticket": TICKETS[step]}, tool_call_id=f"call_{step}")
     return ModelResponse(
-        parts=[ThinkingPart(f"Next: {TICKETS[step]}.", signature=f"sig{step}"), call]
+        parts=[
+            ThinkingPart(
+                f"Next: {TICKETS[step]}.", signature=f"sig{step}", provider_name="anthropic"
+            ),
+            call,
+        ]
     )
 
 

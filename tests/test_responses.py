@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -345,27 +346,21 @@ class TestCompaction:
 class TestTokensAndRepair:
     """Token counting and repair know the Responses parts."""
 
-    @pytest.mark.xfail(
-        strict=True, reason="the token counter reads the text view; issue 11 counts every part"
-    )
-    def test_reasoning_and_opaque_items_count(self) -> None:
-        """A longer reasoning summary and a larger opaque item cost more tokens."""
-
-        def step(summary: str, encrypted: str) -> list[Any]:
-            return from_responses(
-                [
-                    {
-                        "type": "reasoning",
-                        "id": "rs_1",
-                        "summary": [{"type": "summary_text", "text": summary}],
-                    },
-                    {"type": "compaction", "id": "cmp_1", "encrypted_content": encrypted},
-                ]
-            )
-
+    @pytest.mark.parametrize(("summary", "encrypted"), [("ok", "x"), ("Thinking " * 5, "x" * 200)])
+    def test_reasoning_and_opaque_items_count(self, summary: str, encrypted: str) -> None:
+        """A reasoning item costs its summary's tokens, an opaque item its JSON's."""
+        compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": encrypted}
+        reasoning = {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": summary}],
+        }
+        (step,) = from_responses([reasoning, compaction])
         counter = default_counter()
-        small, large = step("ok", "x"), step("Thinking about the files " * 5, "x" * 200)
-        assert sum(map(counter.count, large)) > sum(map(counter.count, small))
+        framing = counter.per_message + 1  # the role is one token
+        item = json.dumps(compaction, ensure_ascii=False)
+        expected = framing + counter.count_text(summary) + counter.count_text(item)
+        assert expected == counter.count(step)
 
     def test_repair_responses(self) -> None:
         """repair_history(provider="responses") answers a closed call and drops an orphan."""

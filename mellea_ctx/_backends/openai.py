@@ -174,7 +174,7 @@ def _parse(response: Any) -> ModelOutputThunk:
             prompt_tokens=response.usage.prompt_tokens or 0,
             completion_tokens=response.usage.completion_tokens or 0,
             total_tokens=response.usage.total_tokens or 0,
-            cache_read_tokens=_cached(response.usage),
+            cache_read_tokens=cached_tokens(getattr(response.usage, "prompt_tokens_details", None)),
         )
     parts: list[Part] = []
     for key in ("reasoning_content", "reasoning"):
@@ -194,8 +194,8 @@ def _parse(response: Any) -> ModelOutputThunk:
     return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, structured=False)
 
 
-def _cached(usage: Any) -> int | None:
-    """The prompt tokens served from the cache (``prompt_tokens_details.cached_tokens``)."""
-    details = getattr(usage, "prompt_tokens_details", None)
+def cached_tokens(details: Any) -> int | None:
+    """The prompt tokens served from the cache: ``cached_tokens`` of the usage's details
+    (Chat Completions' ``prompt_tokens_details``, Responses' ``input_tokens_details``)."""
     cached = getattr(details, "cached_tokens", None)
     return cached if isinstance(cached, int) and not isinstance(cached, bool) else None

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .._core.calls import Usage
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError, InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
-from .openai import OpenAIBackend
+from .openai import OpenAIBackend, cached_tokens
 from .sdk import SDKBackend, sdk_arguments
 
 __all__ = ["OpenAIResponsesBackend"]
@@ -54,6 +54,14 @@ class OpenAIResponsesBackend(SDKBackend):
             ``max_output_tokens``...), over ``store=False`` and
             ``include=["reasoning.encrypted_content"]``; per-call options
             override them.
+        context_window: The model's window in tokens, as for
+            :class:`~mellea_ctx.OpenAIBackend` (``"server"`` asks a local
+            server's ``/props``); by default the model's known window, else
+            unknown (``None``).
+        reasoning: Whether the model takes ``reasoning_effort`` (the option the
+            summarizers send), sent as ``reasoning={"effort": ...}``. ``None``
+            guesses from the name as ``OpenAIBackend`` does (o-series, gpt-5,
+            gpt-oss); for others the option is dropped.
 
     Raises:
         InvalidArgumentError: When the SDK is missing, or no key is given for
@@ -78,6 +86,8 @@ class OpenAIResponsesBackend(SDKBackend):
         timeout: float = 60.0,
         max_retries: int = 0,
         model_options: Mapping[str, Any] | None = None,
+        context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -96,6 +106,8 @@ class OpenAIResponsesBackend(SDKBackend):
             timeout=timeout,
             max_retries=max_retries,
             model_options={**STATELESS, **dict(model_options or {})},
+            context_window=context_window,
+            reasoning=reasoning,
         )
 
     @classmethod
@@ -111,10 +123,10 @@ class OpenAIResponsesBackend(SDKBackend):
         return OpenAIBackend.model_takes_reasoning_effort(model)
 
     def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
-        """The Responses API's ``reasoning={"effort": ...}``; an effort already there wins."""
-        reasoning = dict(options.get("reasoning") or {})
-        reasoning.setdefault("effort", effort)
-        options["reasoning"] = reasoning
+        """``reasoning={"effort": ...}``; an ``effort`` already in ``reasoning`` is kept."""
+        config = dict(options.get("reasoning") or {})
+        config.setdefault("effort", effort)
+        options["reasoning"] = config
 
     async def call(
         self,
@@ -162,7 +174,8 @@ def _parse(response: Any) -> ModelOutputThunk:
     raw = getattr(response, "usage", None)
     if raw is not None:
         prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
-        usage = Usage(prompt_tokens=prompt, completion_tokens=completion)
+        cached = cached_tokens(getattr(raw, "input_tokens_details", None))
+        usage = Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)
     if len(steps) == 1:
         only = steps[0]
         return ModelOutputThunk(

@@ -23,7 +23,10 @@ Reading then writing is the identity, with three documented normalisations:
 a content without ``role`` is written with ``"role": "user"``; a user
 content that mixes function responses with other parts is written as two
 contents (responses first); and a model content whose text follows one of
-its calls is read as two model steps.
+its calls is read as two model steps. Writing adds one: a model step with
+calls right after another model step (which a compactor's cut can leave,
+keeping an answer before the calls of a later turn) joins that step's
+content, since Gemini wants a function call turn right after a user turn.
 """
 
 from __future__ import annotations
@@ -338,7 +341,9 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
     (their parts joined); later ones are sent as user text. The tool results
     after a model turn form one user content of ``functionResponse`` parts,
     right after that turn, as Gemini wants every response to one model turn
-    together (user text after the turn follows them, as for Anthropic).
+    together (user text after the turn follows them, as for Anthropic). A
+    model step with calls right after another model step joins its content,
+    as Gemini wants a function call turn right after a user turn.
 
     Args:
         components: The history, oldest first (a ``ChatContext`` works).
@@ -382,8 +387,12 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int]]:
             answers["parts"].append(_write_response(component, names))
         elif component.role == "assistant":
             parts = _written(component.parts) + [_write_call(c) for c in component.tool_calls]
-            contents.append({**extra, "role": "model", "parts": parts})
-            owners.append(start + offset)
+            if component.tool_calls and not extra and contents and contents[-1]["role"] == "model":
+                # a call turn must follow a user turn: after a cut, join the model turn before
+                contents[-1]["parts"] += parts
+            else:
+                contents.append({**extra, "role": "model", "parts": parts})
+                owners.append(start + offset)
             answers, run = None, len(contents)
             names.update((call.id, call.name) for call in component.tool_calls)
         else:

@@ -79,7 +79,12 @@ def run_agent(processor: Any) -> tuple[list[list[ModelMessage]], str]:
             calls.append(
                 ToolCallPart("read", {"path": f"src/g{step}.py"}, tool_call_id=f"c{step}b")
             )
-        return ModelResponse(parts=[ThinkingPart(f"step {step}", signature=f"s{step}"), *calls])
+        return ModelResponse(
+            parts=[
+                ThinkingPart(f"step {step}", signature=f"s{step}", provider_name="anthropic"),
+                *calls,
+            ]
+        )
 
     agent = Agent(FunctionModel(model), capabilities=[ProcessHistory(processor)])
 

@@ -133,7 +133,7 @@ class ResponsesWireServer(WireServer):
             "store": body.get("store", True),
             "usage": {
                 "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": reply.cache[0]},
                 "output_tokens": completion,
                 "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": prompt + completion,

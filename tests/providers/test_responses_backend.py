@@ -29,6 +29,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._core.parts import ThinkingPart
 
+from ._wire import Reply
 from .responses_server import ResponsesWireServer
 
 HISTORY: list[Component] = [Message("system", "Be brief."), Message("user", "Where is the config?")]
@@ -97,24 +98,32 @@ class TestRequests:
             k: body["tools"][0][k] for k in ("type", "name")
         }
 
-    def test_reasoning_effort_goes_in_the_reasoning_object(
-        self, server: ResponsesWireServer
-    ) -> None:
-        """A summarizer's reasoning_effort goes as reasoning.effort, for reasoning models only."""
-        for _ in range(3):
-            server.reply("ok")
+    def test_reasoning_effort_goes_in_reasoning(self, server: ResponsesWireServer) -> None:
+        """reasoning_effort is reasoning={"effort": ...} for a reasoning model, else dropped."""
+        server.reply("ok")
+        server.reply("ok")
+        server.reply("ok")
         generate(
             OpenAIResponsesBackend("gpt-5-mini", base_url=server.base_url), reasoning_effort="low"
         )
-        backend = OpenAIResponsesBackend(
+        kept = OpenAIResponsesBackend(
             "gpt-5-mini", base_url=server.base_url, model_options={"reasoning": {"effort": "high"}}
         )
-        generate(backend, reasoning_effort="low")
-        generate(OpenAIResponsesBackend("gpt-4o", base_url=server.base_url), reasoning_effort="low")
-        sent = [request.json for request in server.requests]
-        assert {"effort": "low"} == sent[0]["reasoning"]
-        assert {"effort": "high"} == sent[1]["reasoning"]
-        assert "reasoning" not in sent[2] and "reasoning_effort" not in sent[2]
+        generate(kept, reasoning_effort="low")
+        generate(
+            OpenAIResponsesBackend("gpt-4.1", base_url=server.base_url), reasoning_effort="low"
+        )
+        bodies = [request.json for request in server.requests]
+        assert [{"effort": "low"}, {"effort": "high"}, None] == [b.get("reasoning") for b in bodies]
+        assert all("reasoning_effort" not in body for body in bodies)
+
+    def test_cached_tokens_and_window(self, server: ResponsesWireServer) -> None:
+        """cached_tokens are cache reads (no writes reported); context_window is as given."""
+        server.enqueue(Reply("ok", usage=(1000, 5), cache=(900, 0)))
+        backend = OpenAIResponsesBackend("m", base_url=server.base_url, context_window=32_000)
+        usage = generate(backend).usage
+        assert (900, None) == (usage.cache_read_tokens, usage.cache_write_tokens)
+        assert 32_000 == backend.context_window
 
 
 class TestFaults:
@@ -166,15 +175,23 @@ class TestFaults:
 
 
 class TestReact:
-    def test_tool_loop_with_parallel_calls_and_compaction(
-        self, server: ResponsesWireServer
-    ) -> None:
-        """react runs a multi-step loop with a window; every request it sent validates.
+    @pytest.mark.parametrize("reasoning", [True, False])
+    def test_tool_loop_with_parallel_calls_and_compaction(self, reasoning: bool) -> None:
+        """react runs a multi-step loop under a window; every request it sent validates.
 
-        The loop carries reasoning, and a continuing thinking loop is never cut
-        (its reasoning must go back with its calls), so the window, though
-        over its size, keeps every step of it until the answer.
+        Without reasoning items the window cuts the running loop midway. With them
+        the loop is kept whole from its first step (the boundaries' thinking-loop
+        rule, as for Anthropic and DeepSeek): the API itself only refuses a
+        reasoning item parted from the item it preceded (one step here), but
+        OpenAI's reasoning guide asks for every reasoning, call and output item
+        since the last user message while the model calls functions in a row, so
+        a mid-loop cut would take the model's chain of thought away. A closed
+        loop compacts as usual.
         """
+        with ResponsesWireServer(reasoning=reasoning) as server:
+            self._loop(server, reasoning)
+
+    def _loop(self, server: ResponsesWireServer, reasoning: bool) -> None:
         server.reply(
             tool_calls=[("c1", "ls", '{"path": "src"}'), ("c2", "ls", '{"path": "tests"}')]
         )
@@ -197,6 +214,9 @@ class TestReact:
         inputs = [request.json["input"] for request in server.requests]
         assert all(validate_responses(items) == [] for items in inputs)
         ids = [{item.get("call_id") for item in items} for items in inputs]
-        assert {"c1", "c2", "c3", "c4", "c5"} <= ids[-1]  # the reasoning loop is kept whole
-        reasoning = [i for i in inputs[-1] if i.get("type") == "reasoning"]
-        assert 3 == len(reasoning) and all(server.issued[r["id"]] == r for r in reasoning)
+        assert "c1" in ids[1]
+        # the window dropped the oldest step, unless reasoning keeps the running loop whole
+        assert ("c1" in ids[-1]) is reasoning
+        sent = [i for i in inputs[-1] if i.get("type") == "reasoning"]
+        assert all(server.issued[r["id"]] == r for r in sent)
+        assert (3 if reasoning else 0) == len(sent)
