@@ -1,4 +1,4 @@
-"""OpenAI Agents SDK: a compacting ``Session`` and a ``call_model_input_filter``, on Responses items.
+"""OpenAI Agents SDK: a compacting ``Session`` and a ``call_model_input_filter`` on Responses items.
 
 Needs ``pip install '.[openai-agents]'``. Two ways in, for two kinds of user::
 
