@@ -55,6 +55,16 @@ def item_groups(items: Sequence[Item]) -> list[tuple[Component, list[Item]]]:
     ``to_responses(from_responses(x)) == x`` item for item, so the number of
     items one component writes back is the number it was read from.
 
+    Args:
+        items: Responses input items, as the SDK holds them.
+
+    Returns:
+        Each component, oldest first, with the list of ``items`` (the same
+        objects) it stands for.
+
+    Raises:
+        InvalidContextError: For an item :func:`from_responses` cannot read.
+
     Examples:
         >>> groups = item_groups([
         ...     {"role": "user", "content": "hi"},
