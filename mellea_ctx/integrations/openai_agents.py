@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from agents.memory import Session
+from agents.memory import Session, SessionSettings
 from agents.run_config import CallModelData, ModelInputData
 
 from mellea_ctx import (
@@ -172,7 +172,7 @@ class CompactingSession:
         self.backend = backend
         self.counter = counter
         self.session_id: str = session.session_id
-        self.session_settings = None
+        self.session_settings: SessionSettings | None = None
 
     async def get_items(self, limit: int | None = None) -> list[Item]:
         """The wrapped session's items, compacted (``limit`` given: its last ``limit``, as stored).
