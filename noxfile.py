@@ -13,7 +13,7 @@ nox.options.error_on_missing_interpreters = True
 RUFF = "ruff>=0.6"
 # import-linter 2.10 has every contract type and option pyproject.toml's [tool.importlinter] uses.
 #: The extras the tests and the type check install: the test tools and every framework adapter.
-TEST_EXTRAS = "test,langchain,pydantic-ai"
+TEST_EXTRAS = "test,langchain,pydantic-ai,openai-agents"
 LINT_TOOLS = [RUFF, "import-linter>=2.10"]
 TYPE_TOOLS = ["mypy>=1.11"]
 # No wheel of llama-cpp-python reaches this machine: pip builds it from the sdist (about 10 CPU
@@ -69,7 +69,7 @@ def docs(session: nox.Session) -> None:
     ``nox -s docs -- serve`` previews it instead, at http://127.0.0.1:8000.
     """
     # ruff formats the rendered signatures (mkdocstrings-python's separate_signature).
-    session.install("-e", ".[docs,langchain,pydantic-ai]", RUFF)
+    session.install("-e", ".[docs,langchain,pydantic-ai,openai-agents]", RUFF)
     # mkdocs-material prints a banner about its future; it is not about these docs.
     env = {"NO_MKDOCS_2_WARNING": "1"}
     if session.posargs[:1] == ["serve"]:

@@ -34,7 +34,11 @@ OFFLINE_UNLESS = {
 
 
 #: The framework examples, and the module each needs (its extra: pip install '.[langchain]').
-NEEDS = {"09_langchain_agent.py": "langchain", "10_pydantic_ai_agent.py": "pydantic_ai"}
+NEEDS = {
+    "09_langchain_agent.py": "langchain",
+    "10_pydantic_ai_agent.py": "pydantic_ai",
+    "11_openai_agents.py": "agents",
+}
 
 
 def run_offline(script: Path) -> subprocess.CompletedProcess[str]:
@@ -59,6 +63,7 @@ class TestExamples:
             "08_local_server.py",
             "09_langchain_agent.py",
             "10_pydantic_ai_agent.py",
+            "11_openai_agents.py",
         ] == names
         guide = GUIDE.read_text(encoding="utf-8")
         assert [n for n in names if f"python examples/{n}" not in guide] == []

@@ -5,6 +5,7 @@ imported itself, never before, so ``import mellea_ctx`` needs none of them::
 
     pip install '.[langchain]'      # mellea_ctx.integrations.langchain
     pip install '.[pydantic-ai]'    # mellea_ctx.integrations.pydantic_ai
+    pip install '.[openai-agents]'  # mellea_ctx.integrations.openai_agents
 
 Every adapter works the same way: it turns the framework's messages into
 components, runs any of our compactors on them, and hands back the
