@@ -136,6 +136,27 @@ class TestReplays:
         row = suite.compare(window, ours, limit, 0.5, main=True)
         assert row["ratio"] > 0
 
+    def test_continuation_summaries_are_billed_from_their_cache_hit(
+        self, suite: ModuleType
+    ) -> None:
+        """A continuation summary request shares the agent's prefix; a quoted one shares none."""
+        pools = suite.pools_from([TINY_CONVERSATION], "tiny")
+        session = suite.agent_session(pools, 30, seed=1)
+        tokens = suite.Tokens()
+        quoted = suite.replay_budget(session, 2_000, 1_000, tokens)
+        continued = suite.replay_budget(session, 2_000, 1_000, tokens, request="continuation")
+        assert quoted.summary_calls and set(quoted.summary_hits) == {None}
+        assert continued.summary_calls and None not in continued.summary_hits
+        for (length, _), hit in zip(continued.summary_calls, continued.summary_hits, strict=True):
+            assert 0 < hit < length  # the agent's last request is a strict prefix
+        rates = suite.Rates()
+        summary = continued.billed(rates)["summary_input"]
+        expected = sum(
+            suite.bill(n, h, rates)
+            for (n, _), h in zip(continued.summary_calls, continued.summary_hits, strict=True)
+        )
+        assert expected == summary
+
 
 class TestReport:
     def test_tiny_run_renders(self, suite: ModuleType, tmp_path: Path) -> None:

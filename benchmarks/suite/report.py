@@ -134,6 +134,7 @@ def render_markdown(record: Mapping[str, Any]) -> str:
             a, b = run["sliding"], run["ours"]
             rows.append(
                 [
+                    run.get("strategy", "budget"),
                     f"{run['max_context']:,}" + (" (main)" if run["main"] else ""),
                     f"{run['target']:,}",
                     _k(a["bill"]["effective_input"]),
@@ -150,6 +151,7 @@ def render_markdown(record: Mapping[str, Any]) -> str:
         out += [
             _table(
                 [
+                    "strategy",
                     "max context (= trigger)",
                     "target",
                     "sliding window billed",

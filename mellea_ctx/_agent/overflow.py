@@ -17,7 +17,7 @@ from typing import Any
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import ContextOverflowError
 from .._core.protocols import Backend
-from .._core.tool_tokens import count_tool_definitions, request_overhead
+from .._core.tool_tokens import count_tool_definitions, request_overhead, request_tools
 from .._core.tools import Tool
 from .compaction_tools import run_compactor
 from .loop_state import Loop
@@ -76,9 +76,11 @@ async def generate(
     loop.emit("compaction_started")
     token = request_overhead.set(tool_overhead(backend, tools))
     reported = loop.records
+    offered_token = request_tools.set(tuple(tools))
     try:
         after = await run_compactor(compactor, before, compaction_backend, force=True, focus="")
     finally:
+        request_tools.reset(offered_token)
         request_overhead.reset(token)
     if loop.records == reported:  # a window reports no record: complete compaction_started
         loop.ctx = after

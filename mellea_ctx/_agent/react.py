@@ -64,7 +64,7 @@ from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.protocols import Backend, Compactor
 from .._core.reprs import short_repr
-from .._core.tool_tokens import request_overhead
+from .._core.tool_tokens import request_overhead, request_tools
 from .._core.tools import Tool
 from .._formats.openai import validate_openai
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
@@ -231,12 +231,14 @@ async def _turn(
         # The tool definitions about to be sent count against the budget.
         _, planned = searching.request(model_options)
         overhead = request_overhead.set(tool_overhead(loop.backend, planned))
+        offered = request_tools.set(tuple(planned))  # a continuation summary sends them too
         reported = loop.records
         try:
             loop.ctx = await run_compactor(
                 loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
             )
         finally:
+            request_tools.reset(offered)
             request_overhead.reset(overhead)
         if loop.records == reported:  # a compactor that reports no record (a window)
             loop.report_cut(loop.compactor, before, forced=forced)

@@ -41,6 +41,8 @@ __all__ = ["ExtractiveBackend"]
 
 # The transcript block: the tags stand on lines of their own (the prompt's
 # instructions may mention the tags in running text).
+# The final turn of a continuation summary request (mellea_ctx/_compaction/continuation.py).
+_CONTINUATION = re.compile(r'^<checkpoint_request first="(\d+)" keep_last="(\d+)">', re.M)
 _CONVERSATION = re.compile(r"^<conversation>\n(.*)\n</conversation>$", re.S | re.M)
 _HEADER = re.compile(r"^\[([^\]\n]{1,80})\] ?", re.M)
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])|\n+")
@@ -194,9 +196,10 @@ class ExtractiveBackend:
     """Summarize by extraction, offline: the most informative sentences, verbatim.
 
     It reads the conversation between ``<conversation>`` tags in the last
-    message it is given (the whole last message when there are none), and
-    answers within ``model_options["max_tokens"]`` tokens, or ``ratio`` of the
-    input's tokens when that option is absent.
+    message it is given (the whole last message when there are none; for a
+    continuation request, whose last message is a ``<checkpoint_request>``,
+    the messages it names), and answers within ``model_options["max_tokens"]``
+    tokens, or ``ratio`` of the input's tokens when that option is absent.
 
     Args:
         ratio: The share of the input's tokens to aim for without a
@@ -241,7 +244,12 @@ class ExtractiveBackend:
         match = _CONVERSATION.search(prompt)
         counter = default_counter()
         input_tokens = sum(counter.count(message) for message in messages)
-        if match is None and tools:
+        asked = _CONTINUATION.search(prompt) if match is None else None
+        if asked is not None:  # a continuation request: summarize the span it names
+            first, keep = int(asked.group(1)), int(asked.group(2))
+            span = messages[first : len(messages) - 1 - keep]
+            prompt = "\n\n".join(f"[{m.role}] {m.content}" for m in span if m.content)
+        elif match is None and tools:
             step = self.next_step(messages, tools)
             completion = counter.count(step)
             usage = Usage(prompt_tokens=input_tokens, completion_tokens=completion)

@@ -17,7 +17,7 @@ import asyncio
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,9 @@ from .._core.facts import Fact, extract_facts, missing_facts
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
 from .._core.tokens import count_all, count_memoized
+from .._core.tools import Tool
 from .chunked import summarize_span
+from .continuation import Request, summarize_continuing, validate_request
 from .prompts import DEFAULT_PROMPT_TEMPLATE, quote, validate_prompt_template
 from .records import CompactionRecord, CompactionWarning, Outcome, RecordHook, record_sink
 
@@ -87,6 +89,7 @@ def validate_settings(owner: str, settings: Settings) -> None:
     if not callable(settings.pin_predicate):
         msg = f"{owner}: pin_predicate={settings.pin_predicate!r} is not callable"
         raise InvalidArgumentError(msg)
+    validate_request(owner, settings.request)
     if settings.on_record is not None and not callable(settings.on_record):
         msg = f"{owner}: on_record={settings.on_record!r} is not callable"
         raise InvalidArgumentError(msg)
@@ -106,6 +109,7 @@ class Settings:
     preserve_facts: bool
     keep_replaced: bool
     on_record: RecordHook | None
+    request: Request = "quoted"
 
 
 @attrs.define(frozen=True, slots=True)
@@ -175,7 +179,11 @@ class Engine:
         )
 
     async def generate(
-        self, backend: Backend, messages: list[Component], attempts: list[int] | None = None
+        self,
+        backend: Backend,
+        messages: list[Component],
+        attempts: list[int] | None = None,
+        tools: Sequence[Tool] = (),
     ) -> str:
         """Ask ``backend`` for the summary, retrying retryable errors a bounded number of times.
 
@@ -195,7 +203,13 @@ class Engine:
             try:
                 outputs: list[ModelOutputThunk] = []
                 with model_call_span(backend, outputs):
-                    output = await backend.generate(messages, model_options=settings.model_options)
+                    options = settings.model_options
+                    if tools:  # a continuation request carries the agent's tools
+                        output = await backend.generate(
+                            messages, model_options=options, tools=tools
+                        )
+                    else:
+                        output = await backend.generate(messages, model_options=options)
                     outputs.append(output)
                 break
             except BackendError as exc:
@@ -308,14 +322,19 @@ class Engine:
             return template.format(conversation=conversation) + focus
 
         try:
-            summary, _ = await summarize_span(
-                span,
-                chosen,
-                ctx.counter,
-                frame,
-                lambda messages: self.generate(chosen, messages, attempts),
-                self.settings.model_options,
-                [fact.text for fact in facts],
+            summary = None
+            if self.settings.request == "continuation":
+                summary = await summarize_continuing(
+                    ctx,
+                    p,
+                    k,
+                    chosen,
+                    instructions,
+                    self.settings.model_options,
+                    lambda messages, tools: self.generate(chosen, messages, attempts, tools),
+                )
+            summary = summary or await self._quoted(
+                span, chosen, ctx.counter, frame, facts, attempts
             )
         except CompactionTimeoutError:
             raise  # the overall deadline, handled by ``replace``
@@ -369,6 +388,27 @@ class Engine:
             attempts=attempts[0],
         )
         return result
+
+    async def _quoted(
+        self,
+        span: Any,
+        chosen: Backend,
+        counter: Any,
+        frame: Any,
+        facts: list[Fact],
+        attempts: list[int],
+    ) -> str:
+        """A quoted summary request (or chunks of them): the span as a fresh prompt."""
+        summary, _ = await summarize_span(
+            span,
+            chosen,
+            counter,
+            frame,
+            lambda messages: self.generate(chosen, messages, attempts),
+            self.settings.model_options,
+            [fact.text for fact in facts],
+        )
+        return summary
 
     def fail(
         self,
@@ -444,6 +484,7 @@ def make_settings(
     preserve_facts: bool,
     keep_replaced: bool,
     on_record: RecordHook | None,
+    request: Request = "quoted",
 ) -> Settings:
     template = (
         DEFAULT_PROMPT_TEMPLATE
@@ -461,4 +502,5 @@ def make_settings(
         preserve_facts=preserve_facts,
         keep_replaced=keep_replaced,
         on_record=on_record,
+        request=request,
     )

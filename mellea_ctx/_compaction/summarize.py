@@ -31,6 +31,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend
 from .backoff import backed_off, validate_backoff
+from .continuation import Request
 from .effort import with_reasoning_effort
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
@@ -86,6 +87,13 @@ class LLMSummarizeCompactor:
             as ``output_config.effort`` to Claude models with effort control,
             and other models and backends ignore it.
 
+        request: How the summary is asked for. ``"quoted"`` (the default) sends
+            the span as a fresh prompt, billed in full. ``"continuation"`` sends
+            the context's own messages (and, inside ``react``, the tool
+            definitions of the agent's last request) and one final user turn
+            asking for the checkpoint, so a provider's prompt cache bills the
+            prefix as a cache read; it needs the summarizer to be the agent's own
+            model to hit that cache (see docs/summarization.md).
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
 
@@ -116,6 +124,7 @@ class LLMSummarizeCompactor:
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
         reasoning_effort: str | None = "low",
+        request: Request = "quoted",
     ) -> None:
         if isinstance(keep_n, bool) or not isinstance(keep_n, int) or keep_n < 0:
             msg = (
@@ -136,6 +145,7 @@ class LLMSummarizeCompactor:
             preserve_facts,
             keep_replaced,
             on_record,
+            request,
         )
         validate_settings("LLMSummarizeCompactor", self.settings)
         self._engine = Engine("LLMSummarizeCompactor", self.settings)

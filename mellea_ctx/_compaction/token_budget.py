@@ -22,6 +22,7 @@ from .._core.tokens import count_all, count_memoized
 from .._core.tool_tokens import request_overhead
 from .backoff import backed_off, validate_backoff
 from .budget import Window, resolve_budget
+from .continuation import Request
 from .effort import with_reasoning_effort
 from .engine import Engine, make_settings, validate_settings
 from .records import RecordHook
@@ -87,6 +88,13 @@ class TokenBudgetCompactor(InlineCompactor):
     ``preserve_facts``, ``keep_replaced`` and ``on_record`` are as for
     :class:`LLMSummarizeCompactor`.
 
+        request: How the summary is asked for. ``"quoted"`` (the default) sends
+            the span as a fresh prompt, billed in full. ``"continuation"`` sends
+            the context's own messages (and, inside ``react``, the tool
+            definitions of the agent's last request) and one final user turn
+            asking for the checkpoint, so a provider's prompt cache bills the
+            prefix as a cache read; it needs the summarizer to be the agent's own
+            model to hit that cache (see docs/summarization.md).
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
     """
@@ -111,6 +119,7 @@ class TokenBudgetCompactor(InlineCompactor):
         on_record: RecordHook | None = None,
         backoff_adds: int = 8,
         reasoning_effort: str | None = "low",
+        request: Request = "quoted",
         window: Window = None,
     ) -> None:
         owner = "TokenBudgetCompactor"
@@ -156,6 +165,7 @@ class TokenBudgetCompactor(InlineCompactor):
             preserve_facts,
             keep_replaced,
             on_record,
+            request,
         )
         validate_settings(owner, self.settings)
         self._engine = Engine(owner, self.settings)

@@ -34,12 +34,15 @@ from .encoding import load_o200k_base
 from .exceptions import InvalidArgumentError
 from .tools import Tool
 
-__all__ = ["Framing", "count_tool_definitions", "request_overhead"]
+__all__ = ["Framing", "count_tool_definitions", "request_overhead", "request_tools"]
 
 Framing = Literal["openai", "anthropic"]
 
 #: Tokens the next request carries besides its messages (tool definitions), while set.
 request_overhead: ContextVar[int] = ContextVar("mellea_ctx_request_overhead", default=0)
+#: The tool definitions the next request carries, while set (``react`` sets it with
+#: :data:`request_overhead`); a continuation summary sends the same ones.
+request_tools: ContextVar[tuple[Tool, ...]] = ContextVar("mellea_ctx_request_tools", default=())
 
 _FUNCTION = 7
 _PARAMETERS = 3

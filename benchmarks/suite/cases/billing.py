@@ -1,9 +1,13 @@
 """Case 4: billed input tokens under prompt caching.
 
 One simulated agent session replayed through a sliding window cut on every
-turn and through trigger/target compaction (``TokenBudgetCompactor``); every
-request is billed by a prompt-cache cost model from its longest common token
-prefix with the request before it.
+turn and through trigger/target compaction (``TokenBudgetCompactor``), alone
+or as the last tier of a ``TieredCompactor`` after ``ClearToolResultsCompactor``,
+with quoted or continuation summary requests; every request is billed by a
+prompt-cache cost model from its longest common token prefix with the
+request before it. A quoted summary request is billed uncached; a
+continuation request is billed like an agent request, from its prefix hit
+on the agent's last request.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any, Final
 
 from mellea_ctx import (
     ChatContext,
+    ClearToolResultsCompactor,
     Component,
     ExtractiveBackend,
     ModelOutputThunk,
+    TieredCompactor,
     TokenBudgetCompactor,
     default_counter,
     pin_system_and_initial_user,
@@ -141,12 +147,14 @@ class Metered:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.calls: list[tuple[int, int]] = []
+        self.requests: list[list[Component]] = []
 
     async def generate(self, messages: Sequence[Component], **kwargs: Any) -> ModelOutputThunk:
         out: ModelOutputThunk = await self.inner.generate(messages, **kwargs)
         usage = out.usage
         assert usage is not None
         self.calls.append((usage.prompt_tokens, usage.completion_tokens))
+        self.requests.append(list(messages))
         return out
 
 
@@ -157,6 +165,8 @@ class Replay:
     lengths: list[int] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
     summary_calls: list[tuple[int, int]] = field(default_factory=list)
+    #: Per summary call, its cache hit when it continued the agent's prompt (``None``: quoted).
+    summary_hits: list[int | None] = field(default_factory=list)
     compactions: int = 0
     over_limit: int = 0
     seconds: float = 0.0
@@ -166,7 +176,11 @@ class Replay:
         requests = sum(bill(n, h, rates) for n, h in zip(self.lengths, self.hits, strict=True))
         read = rates.read * sum(self.hits)
         write = rates.write * (sum(self.lengths) - sum(self.hits))
-        summary_in = UNCACHED * sum(i for i, _ in self.summary_calls)
+        hits = self.summary_hits or [None] * len(self.summary_calls)
+        summary_in = sum(
+            UNCACHED * i if hit is None else bill(i, hit, rates)
+            for (i, _), hit in zip(self.summary_calls, hits, strict=True)
+        )
         summary_out = sum(o for _, o in self.summary_calls)
         return {
             "requests": requests,
@@ -177,7 +191,7 @@ class Replay:
             "summary_output_as_input": rates.output * summary_out,
             "effective_input": requests + summary_in,
             "effective_with_output": requests + summary_in + rates.output * summary_out,
-            "no_cache": float(sum(self.lengths) + summary_in),
+            "no_cache": float(sum(self.lengths) + sum(i for i, _ in self.summary_calls)),
         }
 
 
@@ -215,12 +229,24 @@ def replay_sliding(session: Sequence[Component], limit: int, tokens: Tokens) -> 
     return out
 
 
-def replay_budget(session: Sequence[Component], limit: int, target: int, tokens: Tokens) -> Replay:
-    """Replay ``session`` through an inline ``TokenBudgetCompactor`` (trigger = ``limit``)."""
+def replay_budget(
+    session: Sequence[Component],
+    limit: int,
+    target: int,
+    tokens: Tokens,
+    *,
+    tiered: bool = False,
+    request: str = "quoted",
+) -> Replay:
+    """Replay ``session`` through an inline ``TokenBudgetCompactor`` (trigger = ``limit``).
+
+    ``tiered`` puts a ``ClearToolResultsCompactor`` before it in a
+    ``TieredCompactor``; ``request`` is the summary request mode.
+    """
     out = Replay()
     backend = Metered(ExtractiveBackend())
     records: list[Any] = []
-    compactor = TokenBudgetCompactor(
+    summarizer = TokenBudgetCompactor(
         max_tokens=limit,
         target_tokens=target,
         boundary="model_step",
@@ -228,7 +254,12 @@ def replay_budget(session: Sequence[Component], limit: int, target: int, tokens:
         default_backend=backend,
         keep_replaced=False,
         on_record=records.append,
+        request=request,  # type: ignore[arg-type]
     )
+    compactor: Any = summarizer
+    if tiered:
+        clearing = ClearToolResultsCompactor(keep_last=3, min_clear_tokens=2_000)
+        compactor = TieredCompactor([clearing, summarizer], max_tokens=limit, target_tokens=target)
     started = time.perf_counter()
     ctx = ChatContext(compactor=compactor)
     previous: list[tuple[int, ...]] = []
@@ -239,11 +270,29 @@ def replay_budget(session: Sequence[Component], limit: int, target: int, tokens:
             out.hits.append(prefix_hit(previous, seqs))
             out.over_limit += out.lengths[-1] > limit
             previous = seqs
+        calls = len(backend.requests)
         ctx = ctx.add(c)
+        for sent in backend.requests[calls:]:  # summary requests this add made
+            if request == "continuation" and sent and "<checkpoint_request" in sent[-1].content:
+                seqs_sent = [tokens.of(x) for x in sent]
+                length = sum(len(s) for s in seqs_sent)
+                out.summary_calls.append((length, backend.calls[len(out.summary_calls)][1]))
+                out.summary_hits.append(prefix_hit(previous, seqs_sent))
+            else:
+                out.summary_calls.append(backend.calls[len(out.summary_calls)])
+                out.summary_hits.append(None)
     out.seconds = time.perf_counter() - started
-    out.summary_calls = backend.calls
     out.compactions = sum(r.outcome == "applied" for r in records)
     return out
+
+
+#: The compaction strategies billed against the sliding window: (name, tiered, request).
+STRATEGIES: Final = (
+    ("budget", False, "quoted"),
+    ("tiered", True, "quoted"),
+    ("continuation", False, "continuation"),
+    ("tiered+continuation", True, "continuation"),
+)
 
 
 def case_billing(
@@ -268,8 +317,15 @@ def case_billing(
         if limit not in sliding:
             sliding[limit] = replay_sliding(session, limit, tokens)
         window = sliding[limit]
-        ours = replay_budget(session, limit, int(limit * share), tokens)
-        runs.append(compare(window, ours, limit, share, main=(limit, share) == settings[0]))
+        main = (limit, share) == settings[0]
+        for name, tiered, request in STRATEGIES:
+            if name != "budget" and share != 0.5:
+                continue  # the new strategies run at the main target share only
+            ours = replay_budget(
+                session, limit, int(limit * share), tokens, tiered=tiered, request=request
+            )
+            run = compare(window, ours, limit, share, main=main and name == "budget")
+            runs.append({"strategy": name, **run})
     roles: dict[str, int] = {}
     for c in session:
         key = "tool" if c.tool_call_id is not None else c.role
