@@ -33,8 +33,9 @@ from .._core.protocols import Backend
 from .backoff import backed_off, validate_backoff
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine, make_settings, validate_settings
+from .engine import Engine
 from .records import RecordHook
+from .settings import make_settings, validate_settings
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
