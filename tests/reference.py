@@ -13,10 +13,8 @@ Terms:
 * a cut at ``k`` (keep ``items[k:]``) is *safe* when no exchange spans it;
 * a *thinking loop* is the run of assistant steps with tool calls and their
   results that ends the history (the loop goes on), when some step of it has
-  thinking: Anthropic wants the kept loop to start with a thinking step, so
-  the loop spans from its last Anthropic-thinking step past any cut; OpenAI
-  and DeepSeek want all of its reasoning back, so with their thinking it spans
-  from its first step; either way like an open exchange;
+  thinking: the kept loop must start with a thinking step, so the loop spans
+  from its last thinking step past any cut, like an open exchange;
 * the *prefix* is where the pin predicate says, moved forward to the next
   safe cut when it falls inside an exchange;
 * a summarizing compactor replaces a *span* ``items[p:k]`` (``p`` the end of
@@ -96,15 +94,8 @@ def thinking_loop_first(items: Sequence[Component]) -> int | None:
     while start > 0 and in_loop(items[start - 1]):
         start -= 1
     steps = [i for i in range(start, len(items)) if items[i].tool_calls]
-    thinking = [
-        (i, getattr(p, "provider", None))
-        for i in steps
-        for p in items[i].parts
-        if type(p).__name__ in _THINKING
-    ]
-    if any(provider != "anthropic" for _, provider in thinking):
-        return steps[0]  # OpenAI and DeepSeek want all of the loop's reasoning back
-    return thinking[-1][0] if thinking else None  # Anthropic: from the last thinking step
+    thinking = [i for i in steps if any(type(p).__name__ in _THINKING for p in items[i].parts)]
+    return thinking[-1] if thinking else None
 
 
 def safe_cuts(items: Sequence[Component]) -> list[bool]:

@@ -22,10 +22,9 @@ thinking block, signature intact; a model writes thinking on the loop's first
 step (or, with interleaved thinking, on every step). So when an assistant step
 of that trailing loop carries thinking (:class:`~mellea_ctx.ThinkingPart` or
 ``RedactedThinkingPart``), no cut may fall after the loop's last step with
-Anthropic thinking, nor after its first step when it carries OpenAI
-reasoning or DeepSeek's ``reasoning_content`` (those providers want every
-reasoning of the loop back): a compactor keeps that step and everything
-after it unchanged. Closed loops, answered by
+thinking: a compactor keeps that step and everything after it unchanged,
+so the kept loop starts with its thinking (OpenAI's Responses reasoning
+items and DeepSeek's ``reasoning_content`` are thinking parts too). Closed loops, answered by
 a final message, have no such constraint: the provider ignores or strips
 their thinking. :func:`thinking_loop_start` finds the protected step.
 """
@@ -79,20 +78,19 @@ _THINKING = (ThinkingPart, RedactedThinkingPart)
 
 
 def thinking_loop_start(items: Sequence[Component]) -> int | None:
-    """Return the step of the continuing tool loop after which no cut may fall, if any.
+    """Return the last step of the continuing tool loop that carries thinking, if any.
 
     The continuing loop is the run of assistant steps with tool calls and of
     tool results that ends the history (after the last user input or final
-    answer). Its thinking must go back to the provider:
-
-    * Anthropic wants the kept loop to start with a step that has thinking; a
-      model writes it on the first step, or (interleaved thinking) on every
-      step, so the loop is kept from its *last* step with Anthropic thinking;
-    * OpenAI (Responses reasoning items) and DeepSeek (``reasoning_content``)
-      want every reasoning of the loop since the last user input back, so a
-      loop with any other thinking is kept from its *first* step.
-
-    Returns ``None`` when the loop has no thinking. Costs the length of the loop.
+    answer). Its thinking goes back to the provider, and the kept part of the
+    loop must start with a step that has it (Anthropic refuses one that does
+    not). A model writes thinking on the loop's first step, or on every step
+    (interleaved thinking, OpenAI's reasoning items, DeepSeek's
+    ``reasoning_content``), so no cut may fall after the step returned here:
+    for a model that thinks once that keeps the whole loop, and a long loop of
+    a model that thinks on every step can still lose its earlier steps to a
+    summary. Returns ``None`` when the loop has no thinking. Costs the length
+    of the loop.
 
     Examples:
         >>> from mellea_ctx import Message, ModelOutputThunk, ToolCall, ToolMessage
@@ -104,27 +102,16 @@ def thinking_loop_start(items: Sequence[Component]) -> int | None:
         >>> thinking_loop_start([Message("user", "go"), step, ToolMessage("a", tool_call_id="c1")])
         1
     """
-    first: int | None = None
-    last_anthropic: int | None = None
-    other = False
     index = len(items) - 1
     while index >= 0:
         component = items[index]
         if component.tool_calls and component.role == "assistant":
-            first = index
-            for part in component.parts:
-                if type(part) in _THINKING:
-                    if getattr(part, "provider", None) == "anthropic":
-                        if last_anthropic is None:
-                            last_anthropic = index
-                    else:
-                        other = True
+            if has_thinking(component):
+                return index
         elif not is_tool_result(component):
-            break  # a user input or a final answer: the loop starts after it
+            return None  # a user input or a final answer: the loop starts after it
         index -= 1
-    if other:
-        return first
-    return last_anthropic
+    return None
 
 
 def safe_cut_table(items: Sequence[Component]) -> list[bool]:

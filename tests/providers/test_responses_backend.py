@@ -179,14 +179,11 @@ class TestReact:
     def test_tool_loop_with_parallel_calls_and_compaction(self, reasoning: bool) -> None:
         """react runs a multi-step loop under a window; every request it sent validates.
 
-        Without reasoning items the window cuts the running loop midway. With them
-        the loop is kept whole from its first step (the boundaries' thinking-loop
-        rule, as for Anthropic and DeepSeek): the API itself only refuses a
-        reasoning item parted from the item it preceded (one step here), but
-        OpenAI's reasoning guide asks for every reasoning, call and output item
-        since the last user message while the model calls functions in a row, so
-        a mid-loop cut would take the model's chain of thought away. A closed
-        loop compacts as usual.
+        The window cuts the running loop midway, with or without reasoning items:
+        the API refuses only a reasoning item parted from the item it preceded
+        (one step here, never split). With reasoning the kept part of the loop
+        starts with a reasoning item, sent back verbatim (the boundaries'
+        thinking-loop rule: no cut after the loop's last thinking step).
         """
         with ResponsesWireServer(reasoning=reasoning) as server:
             self._loop(server, reasoning)
@@ -215,8 +212,11 @@ class TestReact:
         assert all(validate_responses(items) == [] for items in inputs)
         ids = [{item.get("call_id") for item in items} for items in inputs]
         assert "c1" in ids[1]
-        # the window dropped the oldest step, unless reasoning keeps the running loop whole
-        assert ("c1" in ids[-1]) is reasoning
+        # the window dropped the oldest step; the kept loop starts with its reasoning
+        assert "c1" not in ids[-1]
         sent = [i for i in inputs[-1] if i.get("type") == "reasoning"]
-        assert all(server.issued[r["id"]] == r for r in sent)
-        assert (3 if reasoning else 0) == len(sent)
+        assert all(server.issued[r["id"]] == r for r in sent)  # verbatim
+        loop = [i for i in inputs[-1] if i.get("type") in ("reasoning", "function_call")]
+        assert bool(sent) is reasoning
+        if reasoning:
+            assert "reasoning" == loop[0]["type"]
