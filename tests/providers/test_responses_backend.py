@@ -14,6 +14,7 @@ from mellea_ctx import (
     BackendError,
     ChatContext,
     Component,
+    ContextOverflowError,
     Message,
     ModelOutputThunk,
     OpenAIResponsesBackend,
@@ -154,7 +155,7 @@ class TestFaults:
             message="Your input exceeds the context window of this model.",
             error_type="context_length_exceeded",
         )
-        with pytest.raises(RequestRejectedError, match="context window"):
+        with pytest.raises(ContextOverflowError, match="context window"):
             generate(OpenAIResponsesBackend("m", base_url=server.base_url))
 
     def test_transport_failures_map_to_ours(self, server: ResponsesWireServer) -> None:
