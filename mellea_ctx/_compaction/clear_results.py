@@ -15,7 +15,7 @@ all eligible results at once (rather than one per turn).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -60,6 +60,11 @@ def _non_negative(name: str, value: object) -> int:
         msg = f"ClearToolResultsCompactor: {name}={value!r} must be an int >= 0"
         raise InvalidArgumentError(msg)
     return value
+
+
+def _names(value: Iterable[str]) -> frozenset[str]:
+    """``keep_tools`` as a frozen set (any iterable of tool names is accepted)."""
+    return frozenset(value)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -108,7 +113,7 @@ class ClearToolResultsCompactor(InlineCompactor):
 
     keep_last: int = 3
     min_clear_tokens: int = attrs.field(default=1_024, kw_only=True)
-    keep_tools: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=frozenset)
+    keep_tools: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=_names)
     pin_predicate: PinPredicate = attrs.field(default=pin_system, kw_only=True)
     on_record: RecordHook | None = attrs.field(default=None, kw_only=True)
 
