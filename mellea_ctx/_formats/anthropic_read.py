@@ -295,7 +295,7 @@ def _system(system: object, where: str) -> Message | None:
     raise _fail(where, f"system={_short(system)} must be a string or a list of text blocks")
 
 
-def read_turns(
+def _read_turns(
     messages: object,
     system: object = None,
     *,
@@ -331,6 +331,15 @@ def read_turns(
         if locations is not None:
             locations += [label] * len(turn)
     return out
+
+
+def read_turns(messages: Any, system: object = None, *args: Any, **kwargs: Any) -> list[Component]:
+    """Read turns (see :func:`_read_turns`); a non-JSON kept value is a context error."""
+    try:
+        return _read_turns(messages, system, *args, **kwargs)
+    except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
+        msg = f"{exc}; a transcript holds only JSON values"
+        raise InvalidContextError(msg) from exc
 
 
 def from_anthropic(

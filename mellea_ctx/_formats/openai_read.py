@@ -218,7 +218,7 @@ def _modelled(raw: Mapping[str, Any], role: str) -> list[str]:
     return keys
 
 
-def parse_message(raw: object, where: str) -> Component:
+def _parse_message(raw: object, where: str) -> Component:
     """Return the component for one Chat Completions message; ``where`` prefixes errors."""
     if not isinstance(raw, Mapping):
         msg = f"{_short(raw)} is not a message; expected an object with 'role' and 'content'"
@@ -268,6 +268,15 @@ def parse_message(raw: object, where: str) -> Component:
         return Message(role, parts, tool_calls=calls, name=name, extra=extra, structured=structured)
     except InvalidComponentError as exc:  # pragma: no cover - every field is checked above
         raise _fail(where, str(exc)) from exc
+
+
+def parse_message(raw: object, where: str) -> Component:
+    """Read one message (see :func:`_parse_message`); a non-JSON kept value is a context error."""
+    try:
+        return _parse_message(raw, where)
+    except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
+        msg = f"{where}: {exc}; a transcript holds only JSON values"
+        raise InvalidContextError(msg) from exc
 
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
