@@ -88,3 +88,37 @@ class TestNumbers:
         done = invoke("validate", str(source), code=1)
         headline = "orphans.json: 1,200 problems for openai (1,201 messages)"
         assert headline in done.stdout + done.stderr
+
+
+class TestWindowInTurns:
+    def test_anthropic_window_counts_turns(self, tmp_path: Path) -> None:
+        """On an Anthropic file, --window N keeps the last N turns, whatever blocks they hold."""
+        turns = [
+            {"role": "user", "content": "List the files."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+                    {"type": "tool_use", "id": "t2", "name": "ls", "input": {"a": 1}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "b.py"},
+                    {"type": "text", "text": "Now read them."},
+                ],
+            },
+            {"role": "assistant", "content": "Done."},
+        ]
+        source = tmp_path / "chat.anthropic.json"
+        source.write_text(json.dumps(turns), encoding="utf-8")
+        out = tmp_path / "out.json"
+        result = CliRunner().invoke(
+            cli, ["compact", str(source), "--window", "2", "--pin", "none", "-o", str(out)]
+        )
+        assert 0 == result.exit_code, result.output
+        written = json.loads(out.read_text(encoding="utf-8"))
+        # the last 2 turns, and the calls their results answer (a placeholder user turn opens it)
+        assert turns[1:] == written[-3:]

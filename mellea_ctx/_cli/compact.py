@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Final, Literal
 
@@ -57,6 +58,9 @@ def _backend(name: str, model: str | None, base_url: str | None) -> Backend:
 
 #: The summary's cap with --summarize when --summary-tokens is not given.
 DEFAULT_SUMMARY_TOKENS: Final = 4_096
+
+#: A component's location in an Anthropic file: the turn it came from.
+_TURN = re.compile(r"message (\d+)")
 
 #: The largest context windows in common use (GPT-4.1, Claude with its 1M option); a result
 #: above this fits no common model, so the command warns.
@@ -123,6 +127,18 @@ def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int
     return frozenset(positions)
 
 
+def _in_components(transcript: Any, window: int) -> int:
+    """``--window`` in components: an Anthropic file counts turns, which may hold several."""
+    if transcript.format != "anthropic":
+        return window
+    turns = [_TURN.match(label) for label in transcript.locations]
+    numbers = [int(found.group(1)) for found in turns if found is not None]
+    if len(numbers) != len(transcript.components):
+        return window  # labels we cannot read: count components, as for other files
+    last = numbers[-1] if numbers else 0
+    return sum(1 for number in numbers if number > last - window)
+
+
 def _strategy(window: int | None, budget: int | None, summarize: bool) -> str:
     chosen = [
         name
@@ -141,7 +157,7 @@ _COMPACT_HELP = """\
 Compact a conversation with one strategy and write it in the format it was read in.
 
 \b
-  --window N        keep the pinned prefix and the last N messages
+  --window N        keep the pinned prefix and the last N messages (turns, for Anthropic)
   --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
                     keeping at least --keep-recent tokens of recent model steps
   --summarize       summarize everything but the last --keep messages
@@ -251,7 +267,7 @@ def compact(
     ctx = build(transcript.components)
     records: list[CompactionRecord] = []
     options = {
-        "window": window,
+        "window": window if window is None else _in_components(transcript, window),
         "budget": budget,
         "keep_recent": keep_recent,
         "keep": keep,

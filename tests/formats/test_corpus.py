@@ -49,8 +49,8 @@ class TestCorpus:
         source = CORPUS / name
         original = json.loads(source.read_text(encoding="utf-8"))
         out = tmp_path / "out.json"
-        # --window counts components; an Anthropic turn may hold several (tool results)
-        window = str(2 * len(original) + 1)
+        # --window counts the file's own unit: messages, or turns for an Anthropic file
+        window = str(len(original) + 1)
         report = run("compact", str(source), "--window", window, "-o", str(out))
         assert original == json.loads(out.read_text(encoding="utf-8"))
         assert "the output equals the input" in " ".join(report.split())
