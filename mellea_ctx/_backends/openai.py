@@ -35,6 +35,29 @@ _REASONING_MODEL = re.compile(r"o\d|gpt-5|gpt-oss")
 __all__ = ["OpenAIBackend"]
 
 
+def openai_credentials(
+    owner: str, api_key: str | None, base_url: str | None
+) -> tuple[str, str | None]:
+    """The key and base URL an OpenAI-SDK backend uses: as given, else from the environment.
+
+    A local server (a ``base_url``) needs no key; OpenAI itself does.
+
+    Raises:
+        InvalidArgumentError: When no key is given or set for OpenAI itself.
+    """
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if key is None:
+        if base_url is None:
+            msg = (
+                f"{owner} needs an API key for OpenAI: pass api_key=... or set "
+                "OPENAI_API_KEY (a local server given by base_url needs none)"
+            )
+            raise InvalidArgumentError(msg)
+        key = "not-needed"
+    return key, base_url
+
+
 class OpenAIBackend(SDKBackend):
     """A backend on the Chat Completions API of OpenAI or any compatible server.
 
@@ -93,16 +116,7 @@ class OpenAIBackend(SDKBackend):
         context_window: int | Literal["server"] | None = None,
         reasoning: bool | None = None,
     ) -> None:
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if key is None:
-            if base_url is None:
-                msg = (
-                    "OpenAIBackend needs an API key for OpenAI: pass api_key=... or set "
-                    "OPENAI_API_KEY (a local server given by base_url needs none)"
-                )
-                raise InvalidArgumentError(msg)
-            key = "not-needed"
+        key, base_url = openai_credentials("OpenAIBackend", api_key, base_url)
         super().__init__(
             model,
             api_key=key,

@@ -16,16 +16,15 @@ class per wire protocol keeps each one small and its options honest.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from .._core.calls import Usage
 from .._core.components import Component, ModelOutputThunk
-from .._core.exceptions import InvalidArgumentError, InvalidContextError, MalformedResponseError
+from .._core.exceptions import InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
-from .openai import OpenAIBackend, cached_tokens
+from .openai import OpenAIBackend, cached_tokens, openai_credentials
 from .sdk import SDKBackend, sdk_arguments
 
 __all__ = ["OpenAIResponsesBackend"]
@@ -89,16 +88,7 @@ class OpenAIResponsesBackend(SDKBackend):
         context_window: int | Literal["server"] | None = None,
         reasoning: bool | None = None,
     ) -> None:
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if key is None:
-            if base_url is None:
-                msg = (
-                    "OpenAIResponsesBackend needs an API key for OpenAI: pass api_key=... or "
-                    "set OPENAI_API_KEY (a local server given by base_url needs none)"
-                )
-                raise InvalidArgumentError(msg)
-            key = "not-needed"
+        key, base_url = openai_credentials("OpenAIResponsesBackend", api_key, base_url)
         super().__init__(
             model,
             api_key=key,
