@@ -289,3 +289,48 @@ class TestWindowEvents:
         kinds = self._events(1, force=True)
         started = kinds.index("compaction_started")
         assert kinds[started + 1] in ("compaction_applied", "compaction_skipped")
+
+
+class TestThresholdCrossings:
+    """Issue 12 item 3: one summary per crossing, not one per add."""
+
+    LONG = "we looked at the retry logic of the parser module at length today. " * 4
+
+    def _run(self, adds: int, **inner: Any) -> tuple[ChatContext, ScriptedBackend]:
+        from mellea_ctx import ThresholdCompactor
+
+        backend = ScriptedBackend(lambda messages, options: "Short summary.")
+        summarizer = LLMSummarizeCompactor(default_backend=backend, keep_n=4, **inner)
+        ctx = ChatContext(compactor=ThresholdCompactor(summarizer, threshold=120))
+        for i in range(adds):  # four of these alone exceed the threshold
+            role = "user" if i % 2 == 0 else "assistant"
+            ctx = ctx.add(Message(role, f"{i}: {self.LONG}"))
+        return ctx, backend
+
+    def test_an_inner_compactor_that_cannot_get_under_is_not_run_on_every_add(self) -> None:
+        """The issue's case: 12 adds made 8 summary calls before the fix; now one."""
+        from mellea_ctx import Checkpoint
+
+        ctx, backend = self._run(12)
+        assert any(isinstance(c, Checkpoint) for c in ctx)
+        assert len(backend.calls) == 1
+        assert ctx.compaction_backoff > 0  # still over: the gate is held
+
+    def test_the_gate_fires_again_once_the_hold_is_over(self) -> None:
+        """The hold lasts ``backoff_adds`` adds; then the still-over history is summarized again."""
+        _, backend = self._run(12, backoff_adds=2)
+        assert 2 <= len(backend.calls) <= 4
+        _, every_add = self._run(12, backoff_adds=0)
+        assert len(every_add.calls) > len(backend.calls)  # 0: no hold, as before
+
+    def test_a_compaction_that_gets_under_leaves_the_gate_armed(self) -> None:
+        """A summary that gets under holds nothing: the next crossing fires at once."""
+        from mellea_ctx import ThresholdCompactor
+
+        backend = ScriptedBackend(lambda messages, options: "Short.")
+        summarizer = LLMSummarizeCompactor(default_backend=backend, keep_n=1)
+        ctx = ChatContext(compactor=ThresholdCompactor(summarizer, threshold=200))
+        for i in range(8):
+            ctx = ctx.add(Message("user" if i % 2 == 0 else "assistant", f"{i}: {self.LONG}"))
+            assert ctx.compaction_backoff == 0
+        assert len(backend.calls) >= 2

@@ -248,7 +248,8 @@ def session(data: st.DataObject, kind: str, mode: str, watch: Watch | None = Non
     ctx = ChatContext(compactor=carried, counter=counter)
     seen(ctx)
     # The failure backoff, modelled: after a model call that left the context as it was,
-    # the next ``backoff_adds * 2**min(failures, 4)`` adds do not try again.
+    # the next ``backoff_adds * 2**min(failures, 4)`` adds do not try again. A summary that
+    # left the total still over the gate's threshold holds the gate as a first failure does.
     hold = failures = 0
     for component in history:
         items = (*ctx.as_list(), component)
@@ -263,6 +264,10 @@ def session(data: st.DataObject, kind: str, mode: str, watch: Watch | None = Non
         if step.result is not None and expected.summarizes:
             if step.applied:
                 hold = failures = 0
+                over = threshold is not None and ref.total(step.result, counter) > threshold
+                if over and s.compactor.backoff_adds:
+                    hold, failures = s.compactor.backoff_adds, 1
+                    event("compacted, still over the threshold: holding the gate")
             elif s.compactor.backoff_adds:
                 hold = s.compactor.backoff_adds * 2 ** min(failures, 4)
                 failures += 1

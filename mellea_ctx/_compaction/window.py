@@ -131,6 +131,12 @@ class WindowCompactor(InlineCompactor):
 Measure = Literal["tokens", "usage"]
 
 
+def _adds_of(inner: object) -> int:
+    """The inner compactor's ``backoff_adds`` (0 for one that calls no model)."""
+    adds = getattr(inner, "backoff_adds", 0)
+    return adds if isinstance(adds, int) and not isinstance(adds, bool) else 0
+
+
 @attrs.define(frozen=True, slots=True)
 class ThresholdCompactor(InlineCompactor):
     """Run ``inner`` only when the context has grown past ``threshold`` tokens.
@@ -143,6 +149,16 @@ class ThresholdCompactor(InlineCompactor):
     gate decides without encoding anything: far from the threshold an add
     costs about as much as a plain add; near it, one encode of the added
     component.
+
+    Riding inline, the gate runs ``inner`` once per crossing of the
+    threshold. When a compaction leaves the reading still above it (the inner
+    compactor cannot get under: say its ``keep_n`` recent messages alone are
+    over), the context it returns holds the gate closed for the inner
+    compactor's ``backoff_adds`` adds, as a failed compaction does (the hold
+    doubles with each further failure, see ``ChatContext.compaction_backoff``),
+    so an over-full history is not summarized again on every add. A
+    compaction that gets under leaves the gate armed. A ``compact`` call of
+    your own always runs ``inner`` when the reading is over.
 
     ``measure="usage"`` reads instead the ``total_tokens`` a provider last
     reported (on a ``ModelOutputThunk``), for provider-exact figures. That
@@ -239,10 +255,12 @@ class ThresholdCompactor(InlineCompactor):
             return ctx
         inner = self.inner
         on_add = getattr(inner, "_compact_on_add", None)
-        if on_add is not None:  # ours: it falls back to a subclass's own compact
-            result: ChatContext = on_add(ctx)
-            return result
-        return inner.compact(ctx)
+        # ours: it falls back to a subclass's own compact
+        result: ChatContext = on_add(ctx) if on_add is not None else inner.compact(ctx)
+        if result is not ctx and not result.compaction_backoff and self.due(result):
+            # Compacted, yet still over: this crossing has had its compaction.
+            return result._backing_off(_adds_of(inner))
+        return result
 
     async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
         """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
