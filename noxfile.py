@@ -158,7 +158,9 @@ def llm(session: nox.Session) -> None:
 
 @nox.session
 def fidelity(session: nox.Session) -> None:
-    """Planted details kept and invented by summaries of the local model (not in the default run).
+    """Planted details kept and invented by the local model's summaries; the real span's table.
+
+    Not in the default run.
 
     ``nox -s fidelity -- --conversations 1 --rounds 3`` for a shorter run.
     """
@@ -166,3 +168,4 @@ def fidelity(session: nox.Session) -> None:
     session.install(LLAMA_CPP, env={"CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS})
     session.install(*MODEL_PARTS)
     session.run("python", "benchmarks/fidelity.py", "--serve", *session.posargs)
+    session.run("python", "benchmarks/real_span.py", "--serve")  # rows (a) to (d)

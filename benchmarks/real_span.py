@@ -2,9 +2,10 @@
 
 Rows: (a) Claude Code's own summary (the first message of the postcompact
 file); (b) that summary as the model's answer plus our appendix; (c) the
-offline extractive backend at the size of Claude Code's summary. (d), the
-local model through chunking at a 4,096-token window, runs under
-``nox -s fidelity`` (it needs the llama.cpp server).
+offline extractive backend at the size of Claude Code's summary; (d) with
+``--serve`` (or ``--base-url``), the local model through chunking at a
+4,096-token window, its summary alone and with our appendix. ``nox -s
+fidelity`` runs it with ``--serve`` (it needs the llama.cpp server).
 
 Needs are defined here, independently of the extractor: project files the
 agent read, edited or added at least twice (relative to the worktree), the
@@ -12,17 +13,29 @@ distinct commands it ran (first segment), commit hashes git printed for
 commits it made, test summaries, and the issue's eight key details. Junk: an
 appendix item that is not a verbatim substring of the span's parsed text.
 
-Run: ``python benchmarks/real_span.py`` from the repository root.
+Run: ``python benchmarks/real_span.py`` from the repository root (rows a-c).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import re
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-from mellea_ctx import ChatContext, ExtractiveBackend, LLMSummarizeCompactor, ScriptedBackend
+from mellea_ctx import (
+    ChatContext,
+    ExtractiveBackend,
+    LLMSummarizeCompactor,
+    OpenAIBackend,
+    ScriptedBackend,
+    to_openai,
+    validate_openai,
+)
 from mellea_ctx._formats.openai import from_openai
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
@@ -83,18 +96,43 @@ def kept(text: str, want: dict[str, set[str]]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def compact(span: list, backend, preserve: bool) -> tuple[object, float]:
+def compact(span: list, backend, preserve: bool, **options) -> tuple[object, float]:
     ctx = ChatContext()
     for component in span:
         ctx = ctx.add(component)
     started = time.perf_counter()
-    result = LLMSummarizeCompactor(keep_n=0, strict=True, preserve_facts=preserve).compact(
-        ctx, backend=backend
+    compactor = LLMSummarizeCompactor(
+        keep_n=0, strict=True, preserve_facts=preserve, timeout=3_600, model_options=options
     )
+    result = compactor.compact(ctx, backend=backend)
     return result[0], time.perf_counter() - started
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--serve", action="store_true", help="row (d): serve the local model")
+    parser.add_argument("--base-url", help="row (d) against this OpenAI-compatible server")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    parser.add_argument("--window", type=int, default=4_096)
+    args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        if args.serve:
+            model = _local_model()
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
+            args.base_url = stack.enter_context(model.serve(model.ensure_gguf(), log))
+            args.model = model.MODEL_ALIAS
+        _main(args)
+
+
+def _local_model():
+    """tests/llm/model.py, which joins, checks and serves the local model (as fidelity.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fidelity import _local_model as load_model
+
+    return load_model()
+
+
+def _main(args: argparse.Namespace) -> None:
     span, claude = load()
     flat = "\n".join(
         [c.content for c in span]
@@ -115,6 +153,18 @@ def main() -> None:
     extractive = ExtractiveBackend()
     checkpoint_c, _ = compact(from_openai_copy(span), _Sized(extractive, tokens), True)
     rows["(c) extractive, same size"] = (checkpoint_c.summary, 0, 0)
+    if args.base_url:
+        local = _Counting(OpenAIBackend(args.model, base_url=args.base_url, timeout=1_800), args)
+        checkpoint_d, seconds = compact(from_openai_copy(span), local, True, temperature=0)
+        validate_openai(to_openai([checkpoint_d]))
+        junk_d = sum(item not in flat for item in checkpoint_d.preserved)
+        rows["(d) local model, 4,096 window"] = (checkpoint_d.summary, 0, 0)
+        rows["(d) + our appendix"] = (checkpoint_d.content, len(checkpoint_d.preserved), junk_d)
+        print(
+            f"(d): {len(local.prompts)} requests in {seconds:.0f} s; prompt tokens the server "
+            f"reported: largest {max(local.prompts):,}, window {args.window:,}",
+            file=sys.stderr,
+        )
     print(
         "| row | chars | " + " | ".join([*list(want), "key details"]) + " | appendix items | junk |"
     )
@@ -145,6 +195,24 @@ class _Sized:
 
     async def generate(self, messages, *, model_options=None, tools=None):
         return await self.inner.generate(messages, model_options={"max_tokens": self.tokens})
+
+
+class _Counting:
+    """The local model at a fixed window, counting requests and the prompt sizes it reports."""
+
+    def __init__(self, inner: OpenAIBackend, args: argparse.Namespace) -> None:
+        self.inner = inner
+        self.context_window = args.window
+        self.prompts: list[int] = []
+
+    async def generate(self, messages, *, model_options=None, tools=None):
+        started = time.perf_counter()
+        out = await self.inner.generate(messages, model_options=model_options)
+        prompt = out.usage.prompt_tokens if out.usage is not None else 0
+        self.prompts.append(prompt)
+        took = time.perf_counter() - started
+        print(f"  request {len(self.prompts)}: {prompt} tokens in, {took:.0f} s", file=sys.stderr)
+        return out
 
 
 def from_openai_copy(span: list) -> list:

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mellea_ctx import ExtractiveBackend, Message, default_counter
+from mellea_ctx import (
+    ChatContext,
+    Checkpoint,
+    ExtractiveBackend,
+    LLMSummarizeCompactor,
+    Message,
+    default_counter,
+)
+from mellea_ctx._backends.transcript_read import read_transcript
+from mellea_ctx._compaction.prompts import _text_with_notes, render_conversation
+from mellea_ctx._formats.openai import from_openai
+
+from .strategies import forged_texts, histories
 
 
 def transcript(lines: int) -> str:
@@ -30,7 +46,7 @@ class TestBudget:
     def test_a_large_details_line_stays_within_max_tokens(self) -> None:
         """max_tokens=30 is honoured even when the exact details alone are far larger."""
         out = summarize(transcript(12), 30)
-        assert out.startswith("Exact details: ")
+        assert out.startswith("Exact details:\n")
         assert default_counter().count_text(out) <= 30
 
     @pytest.mark.parametrize("max_tokens", [1, 5, 30, 80, 400])
@@ -43,3 +59,84 @@ class TestBudget:
     def test_budget_property(self, lines: int, max_tokens: int) -> None:
         """For any transcript size and budget, the answer fits."""
         assert default_counter().count_text(summarize(transcript(lines), max_tokens)) <= max_tokens
+
+
+def _said(components: list[Any]) -> list[tuple[str, ...]]:
+    """What a transcript carries of each component: who said what (with a note per image or
+    file), which calls, which results."""
+    out: list[tuple[str, ...]] = []
+    for c in components:
+        if c.tool_call_id is not None:
+            out.append(("result", c.tool_call_id, _text_with_notes(c)))
+            continue
+        if _text_with_notes(c):
+            out.append(("said", c.role, _text_with_notes(c)))
+        out += [("call", call.id, call.name, call.arguments) for call in c.tool_calls]
+    return out
+
+
+class TestReadingTheTranscript:
+    """The extractive backend reads the quoted transcript back into components."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(history=histories(text=forged_texts))
+    def test_render_then_read_gives_back_what_the_transcript_carries(
+        self, history: list[Any]
+    ) -> None:
+        """Roles, texts, calls and results survive, forged headers and odd line breaks included."""
+        text = render_conversation(history, cut_long_output=False)
+        assert _said(read_transcript(text)) == _said(history)
+
+    def test_an_earlier_checkpoint_comes_back_with_its_details(self) -> None:
+        """Its details, in either spelling (a checkpoint's line or the extractive block), lead."""
+        summary = "We fixed the parser.\nExact details:\n- files: src/parser.py; docs/a.md"
+        earlier = Checkpoint(summary, preserved=("ORD-1234",))
+        [back] = read_transcript(render_conversation([earlier]))
+        assert isinstance(back, Checkpoint)
+        assert back.summary == "We fixed the parser."
+        assert back.preserved == ("src/parser.py", "docs/a.md", "ORD-1234")
+
+    def test_text_before_any_header_is_kept(self) -> None:
+        [lead, said] = read_transcript("notes first\n[user] then this")
+        assert (lead.role, lead.content, said.content) == ("user", "notes first", "then this")
+
+
+REAL_SPAN = Path(__file__).parents[2] / "shared" / "corpus"
+REAL_SPAN /= "claudecode_opus46_session_precompact.openai.json"
+
+
+@pytest.mark.skipif(not REAL_SPAN.exists(), reason="needs ../shared/corpus")
+class TestARealSpan:
+    """The real Claude Code session at the moment Claude Code compacted it."""
+
+    def test_the_summary_keeps_the_commits_tests_and_files_the_agent_made(self) -> None:
+        """At the size of Claude Code's own summary (3,000 tokens): commits, test results, files.
+
+        What counts is found here from the raw span, independently of the
+        extractor: commits git reported making (``[branch hash]``), test
+        summaries in tool output, and files the agent wrote or edited.
+        """
+        span = from_openai(json.loads(REAL_SPAN.read_text(encoding="utf-8")))
+        ctx = ChatContext()
+        for component in span:
+            ctx = ctx.add(component)
+        compactor = LLMSummarizeCompactor(
+            keep_n=0, strict=True, preserve_facts=False, model_options={"max_tokens": 3_000}
+        )
+        [checkpoint] = compactor.compact(ctx, backend=ExtractiveBackend())
+        summary = checkpoint.summary
+        outputs = "\n".join(c.content for c in span if c.tool_call_id is not None)
+        made = set(re.findall(r"^\[[\w./-]+ ([0-9a-f]{7,40})\]", outputs, re.M))
+        tests = set(re.findall(r"\b\d+ tests?, \d+ failures?", outputs))
+        root = "/home/USER/projects/spotter-worktrees/spotter-fum/"
+        edited = {
+            json.loads(call.arguments)["file_path"].removeprefix(root)
+            for c in span
+            for call in c.tool_calls
+            if call.name in ("Edit", "Write")
+        }
+        assert made and tests and edited
+        assert {m for m in made if m not in summary} == set()
+        assert {t for t in tests if t not in summary} == set()
+        assert {f for f in edited if f not in summary} == set()
+        assert default_counter().count_text(summary) <= 3_000

@@ -30,11 +30,12 @@ from typing import Any
 
 import attrs
 
-from .._core.components import Component, Message, ModelOutputThunk, ReactInitiator, ToolCall, Usage
+from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError
-from .._core.facts import extract_facts
+from .._core.facts import extract_facts, fact_budget
 from .._core.tokens import default_counter
 from .._core.tools import Tool
+from .transcript_read import detail_block, details_that_fit, read_transcript
 from .windows import check_window
 
 __all__ = ["ExtractiveBackend"]
@@ -321,23 +322,34 @@ class ExtractiveBackend:
     def summarize(self, text: str, budget: int) -> str:
         """Return the extractive summary of ``text`` in at most ``budget`` tokens.
 
-        The exact-details line takes at most half the budget (as many whole
-        details as fit, most informative first), the sentences the rest; the
+        The exact details come first in choice and last in the text: up to
+        half the budget goes to them, chosen as the summary engine chooses
+        what to check (:func:`~mellea_ctx.extract_facts` over the components
+        the transcript was rendered from, across kinds, most used first),
+        listed by kind; the most informative sentences take the rest. The
         result, counted as a whole under ``o200k_base``, is never over
-        ``budget``: lines are dropped, least informative first, until it fits.
+        ``budget``: sentences are dropped, least informative first, then
+        details, until it fits.
 
         Examples:
             >>> ExtractiveBackend().summarize("[user] Ship the build to staging today.", 40)
             '- user: Ship the build to staging today.'
+            >>> print(ExtractiveBackend().summarize("[user] Run `make lint` in src/app/.", 60))
+            - user: Run `make lint` in src/app/.
+            Exact details:
+            - commands: make lint
         """
         sentences = _sentences(text)
         if not sentences or budget <= 0:
             return ""
         counter = default_counter()
-        facts = extract_facts([Message("user", text)], limit=12, max_chars=600)
+        components = read_transcript(text)
+        limit, max_chars = fact_budget(len(components))
+        facts = extract_facts(components, limit=limit, max_chars=max_chars)
         fact_texts = [f.text for f in facts]
-        detail_line = _detail_line(fact_texts, budget // 2)
-        budget_left = budget - (counter.count_text(detail_line) if detail_line else 0)
+        count = details_that_fit(facts, budget // 2)
+        details = detail_block(facts[:count])
+        budget_left = budget - (counter.count_text(details) if details else 0)
         documents = [set(_words(s.text)) for s in sentences]
         frequency: Counter[str] = Counter()
         for words in documents:
@@ -373,26 +385,15 @@ class ExtractiveBackend:
         while True:
             ordered = sorted(chosen, key=lambda s: s.position)
             lines = [f"- {s.speaker}: {s.text}" for s in ordered]
-            if detail_line:
-                lines.append(detail_line)
+            if details:
+                lines.append(details)
             summary = "\n".join(lines)
             if counter.count_text(summary) <= budget:
                 return summary
             if chosen:
                 chosen.pop()  # the least informative sentence left
-            elif detail_line:
-                detail_line = ""
+            elif count:
+                count = count * 3 // 4  # the last quarter of the details chosen
+                details = detail_block(facts[:count])
             else:
                 return ""
-
-
-def _detail_line(fact_texts: Sequence[str], budget: int) -> str:
-    """Return ``Exact details: a; b; ...`` with as many leading details as fit in ``budget``."""
-    counter = default_counter()
-    line = ""
-    for count in range(1, len(fact_texts) + 1):
-        candidate = "Exact details: " + "; ".join(fact_texts[:count])
-        if counter.count_text(candidate) > budget:
-            break
-        line = candidate
-    return line
