@@ -225,3 +225,25 @@ class TestMemo:
         restored = pickle.loads(pickle.dumps(message))
         assert restored == fresh
         assert not hasattr(restored, "_facts_memo")
+
+
+class TestUserDecisions:
+    """A choice the user settled is kept word for word, as a constraint is."""
+
+    def test_a_user_decision_is_a_detail_with_the_names_in_it(self) -> None:
+        said = Message("user", "Agreed with Priya Raman: we use Decimal instead of float. Go.")
+        facts = extract_facts([said])
+        assert (
+            Fact("decision", "Agreed with Priya Raman: we use Decimal instead of float.") in facts
+        )
+
+    def test_the_agents_own_plans_are_not_decisions(self) -> None:
+        """Only the user settles a choice; the agent's "let's" is its own plan."""
+        facts = extract_facts([Message("assistant", "Let's switch to the new parser next.")])
+        assert all(f.kind != "decision" for f in facts)
+
+    def test_a_limit_to_keep_under_is_a_constraint(self) -> None:
+        said = Message("user", "Please keep every response under 420 ms.")
+        assert extract_facts([said]) == [
+            Fact("constraint", "Please keep every response under 420 ms.")
+        ]

@@ -1,9 +1,10 @@
 """Where exact details are found in one component: the patterns, memoized per component.
 
 Each component is scanned once. What it yields depends on who wrote the text:
-the user's and the agent's own words give constraints, commands in backticks,
-paths, ids and numbers; a tool call's parsed arguments give the files the agent
-read or edited and the commands it ran (never its raw JSON, whose escapes can
+the user's own words give constraints and decisions; the user's and the
+agent's words give commands in backticks, paths, ids and numbers; a tool
+call's parsed arguments give the files the agent read or edited and the
+commands it ran (never its raw JSON, whose escapes can
 never match a summary verbatim); a tool's output gives only what output is
 good evidence of: commit hashes from git, error lines, test summaries, paths
 and ``prefix-name.N`` ids (not the UUIDs and hex strings of fixture files).
@@ -94,7 +95,14 @@ _COMMAND_SHAPE = re.compile(r"^[a-z][\w.+-]+ +[^\s=][^\n]*$")
 _SHELL_LINE = re.compile(r"^\s*\$ (.{2,300})$", re.M)
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|always|do not|don't|should not|shouldn't|only|required|make sure|"
-    r"avoid|at most|at least|no more than|no later than|without)\b",
+    r"avoid|at most|at least|no more than|no later than|without|"
+    r"keep\b[^.;]{0,60}\b(?:under|below|within|above))\b",
+    re.I,
+)
+# A sentence of the user's that settles a choice: "Agreed: we use Decimal", "let's go with X".
+_DECISION = re.compile(
+    r"\b(?:agreed|decided|decision|settled on|go with|stick with|switch to|instead of|"
+    r"let's|we(?:'ll| will| use| keep| drop| move| pin))\b",
     re.I,
 )
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -137,7 +145,7 @@ def candidates(component: Component) -> tuple[Candidate, ...]:
 def _scan(component: Component) -> Iterator[Candidate]:
     if isinstance(component, Checkpoint):
         # A summary is not the user's own words: the details it carried, and
-        # exact details from its text, but no "constraints" from it.
+        # exact details from its text, but no "constraints" or "decisions" from it.
         for detail in component.preserved:
             yield "detail", detail, _USER
         yield from _prose(component.summary, _AGENT)
@@ -150,8 +158,12 @@ def _scan(component: Component) -> Iterator[Candidate]:
     if user:
         for sentence in _SENTENCE_BREAK.split(text):
             sentence = sentence.strip()
-            if 8 <= len(sentence) <= 300 and _CONSTRAINT.search(sentence):
+            if not 8 <= len(sentence) <= 300:
+                continue
+            if _CONSTRAINT.search(sentence):
                 yield "constraint", sentence, _USER
+            elif _DECISION.search(sentence):
+                yield "decision", sentence, _USER
     yield from _prose(text, _USER if user else _AGENT)
     if not user and text:
         for sentence in _SENTENCE_BREAK.split(text):

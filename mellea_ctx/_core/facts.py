@@ -8,8 +8,8 @@ where each kind is looked for); afterwards we look each one up, verbatim, in
 the summary, and the checkpoint carries the ones it lost in a short appendix.
 
 Choice is by kind, then by use: the budget is filled across kinds in turn
-(what an earlier checkpoint carried, user constraints, commit hashes, test
-results, errors, files, commands, ids, numbers, URLs), and within a kind the
+(what an earlier checkpoint carried, user constraints and decisions, commit
+hashes, test results, errors, files, commands, ids, numbers, URLs), and within a kind the
 detail mentioned most often, by the weightiest source (the user, the agent's
 own tool calls), and most recently comes first. The budget grows with the
 span, as the square root of its length, and is bounded.
@@ -32,6 +32,7 @@ __all__ = ["Fact", "FactKind", "extract_facts", "fact_budget", "missing_facts"]
 FactKind = Literal[
     "detail",
     "constraint",
+    "decision",
     "commit",
     "result",
     "error",
@@ -46,6 +47,7 @@ FactKind = Literal[
 _KIND_ORDER: tuple[FactKind, ...] = (
     "detail",
     "constraint",
+    "decision",
     "commit",
     "result",
     "error",
@@ -108,7 +110,7 @@ def extract_facts(
     """Return the exact details of ``components`` worth keeping, most important first.
 
     The budget is filled across kinds in turn (details an earlier checkpoint
-    carried, user constraints, commit hashes, test results, errors, paths,
+    carried, user constraints, user decisions, commit hashes, test results, errors, paths,
     commands, ids, quantities, URLs); within a kind, the detail with the most
     mentions (weighted: the user and the agent's own tool calls count more
     than tool output) and the latest mention comes first. Paths under the
@@ -189,10 +191,10 @@ def _fill(by_kind: dict[int, list[str]], limit: int, max_chars: int) -> list[Fac
                 break
             for text in queue:
                 if len(text) > budget or any(text in said for said in constraints):
-                    continue  # too long for what is left, or inside a constraint already
+                    continue  # too long for what is left, or inside a user's sentence already
                 kind = _KIND_ORDER[rank]
                 facts.append(Fact(kind, text))
-                if kind == "constraint":
+                if kind in ("constraint", "decision"):
                     constraints.append(text)
                 budget -= len(text)
                 still.append((rank, queue))
