@@ -91,9 +91,17 @@ def wait_for(process: subprocess.Popen[str], wanted: str, count: int = 1) -> lis
 
 
 def kill(process: subprocess.Popen[str]) -> list[str]:
-    """SIGKILL the worker, reap it, and return the whole lines it printed that were not read yet."""
+    """SIGKILL the worker, reap it, and return the whole lines it printed that were not read yet.
+
+    The rest is read from ``process.stdout`` itself, not with ``communicate()``,
+    which reads the raw pipe and so misses lines ``readline`` had already
+    buffered (a busy machine lets several arrive at once).
+    """
     process.send_signal(signal.SIGKILL)
-    out, _ = process.communicate(timeout=30)
+    assert process.stdout is not None and process.stderr is not None
+    out = process.stdout.read()  # the worker is dead: this ends at the pipe's end
+    process.stderr.read()
+    process.wait(timeout=30)
     assert -signal.SIGKILL == process.returncode
     return out.split("\n")[:-1]  # a last line without its newline was cut by the kill
 
