@@ -15,8 +15,7 @@ from mellea_ctx import (
     extract_facts,
     missing_facts,
 )
-from mellea_ctx._core.fact_patterns import candidates
-from mellea_ctx._core.facts import fact_budget
+from mellea_ctx._core.facts import candidates, fact_budget
 
 
 def kinds(facts: list[Fact]) -> dict[str, list[str]]:
@@ -247,3 +246,37 @@ class TestUserDecisions:
         assert extract_facts([said]) == [
             Fact("constraint", "Please keep every response under 420 ms.")
         ]
+
+
+class TestChains:
+    """A detail a compaction checked is checked again by every later one."""
+
+    def test_a_detail_the_summary_held_is_checked_again_later(self) -> None:
+        """The first summary kept the decision in its text; the next check still looks for it."""
+        said = Message("user", "Agreed: we use Decimal instead of float for money.")
+        first = Checkpoint(
+            "The user agreed: we use Decimal instead of float for money.",
+            span=(said, Message("assistant", "Done.")),
+            replaced_count=2,
+        )
+        later = extract_facts([first, Message("user", "Now the exporter.")])
+        assert Fact("detail", "Agreed: we use Decimal instead of float for money.") in later
+
+    def test_a_checkpoint_without_its_span_stands_for_what_it_carried(self) -> None:
+        first = Checkpoint("Worked on the parser.", preserved=("src/parser.py",))
+        assert extract_facts([first]) == [Fact("detail", "src/parser.py")]
+
+    def test_a_deep_chain_read_back_is_not_recursed(self) -> None:
+        """5,000 nested checkpoints with no memo (as read from a store): no RecursionError."""
+        checkpoint = Checkpoint("start", span=(Message("user", "Deploy with `make ship` only."),))
+        for depth in range(5_000):
+            said = Message("user", f"Step {depth}: touch src/mod_{depth}.py")
+            checkpoint = Checkpoint(f"summary {depth}", span=(checkpoint, said), replaced_count=2)
+        facts = extract_facts([checkpoint])
+        assert facts and all(f.kind == "detail" for f in facts)
+
+    def test_the_budget_grows_with_the_messages_a_checkpoint_covers(self) -> None:
+        """A checkpoint of 400 messages and one new message: the budget of 401, not of 2."""
+        plenty = tuple(Message("user", f"Read src/pkg/file_{i}.py please.") for i in range(400))
+        first = Checkpoint("Read many files.", span=plenty, replaced_count=400)
+        assert len(extract_facts([first, Message("user", "next")])) > 24

@@ -9,7 +9,7 @@ never match a summary verbatim); a tool's output gives only what output is
 good evidence of: commit hashes from git, error lines, test summaries, paths
 and ``prefix-name.N`` ids (not the UUIDs and hex strings of fixture files).
 
-The candidates of a component are kept in its hidden ``_facts_memo`` slot
+:func:`~mellea_ctx._core.facts.candidates` memoizes what :func:`scan` finds
 (components are immutable, like ``str``'s cached hash), so a chain of
 compactions never scans the same component twice.
 """
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from .checkpoint import Checkpoint
 from .components import Component
 
-__all__ = ["Candidate", "candidates", "command_text"]
+__all__ = ["Candidate", "command_text", "scan"]
 
 #: ``(kind, text, weight)``: one mention of a detail; heavier mentions rank higher.
 Candidate = tuple[str, str, int]
@@ -130,19 +130,8 @@ def command_text(command: str) -> str:
     return line[: cut if cut > 0 else _LONG_COMMAND].rstrip()
 
 
-def candidates(component: Component) -> tuple[Candidate, ...]:
-    """Return every detail mention in ``component``, computed once and memoized on it."""
-    try:
-        return component._facts_memo
-    except AttributeError:
-        pass
-    found = tuple(_scan(component))
-    # A benign race: two threads may both compute and store the same tuple.
-    object.__setattr__(component, "_facts_memo", found)
-    return found
-
-
-def _scan(component: Component) -> Iterator[Candidate]:
+def scan(component: Component) -> Iterator[Candidate]:
+    """Yield every detail mention in ``component`` (not memoized: see ``facts.candidates``)."""
     if isinstance(component, Checkpoint):
         # A summary is not the user's own words: the details it carried, and
         # exact details from its text, but no "constraints" or "decisions" from it.

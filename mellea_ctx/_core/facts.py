@@ -12,7 +12,15 @@ Choice is by kind, then by use: the budget is filled across kinds in turn
 hashes, test results, errors, files, commands, ids, numbers, URLs), and within a kind the
 detail mentioned most often, by the weightiest source (the user, the agent's
 own tool calls), and most recently comes first. The budget grows with the
-span, as the square root of its length, and is bounded.
+span, as the square root of the number of messages it covers (an earlier
+checkpoint counts for the messages it replaced), and is bounded.
+
+A checkpoint that kept its span stands for the details its own compaction
+checked, whether its summary held them or its appendix carried them: they
+are checked again by every later summary, so a detail a chain of
+compactions once kept is not lost because a later summary dropped it. Those
+details are worked out bottom-up, with no recursion over the chain's depth,
+and memoized on the checkpoint as a component's are.
 """
 
 from __future__ import annotations
@@ -24,10 +32,11 @@ from typing import Literal
 
 import attrs
 
+from .checkpoint import Checkpoint
 from .components import Component
-from .fact_patterns import candidates
+from .fact_patterns import Candidate, scan
 
-__all__ = ["Fact", "FactKind", "extract_facts", "fact_budget", "missing_facts"]
+__all__ = ["Fact", "FactKind", "candidates", "extract_facts", "fact_budget", "missing_facts"]
 
 FactKind = Literal[
     "detail",
@@ -61,6 +70,8 @@ _KIND_ORDER: tuple[FactKind, ...] = (
 # tool calls is the project root; paths under it are kept relative to it.
 _ROOT_SHARE = 0.75
 _ROOT_DEPTH = 3
+# A detail an earlier compaction checked weighs as the agent's own words.
+_CHECKED = 2
 
 
 @attrs.define(frozen=True, slots=True)
@@ -119,7 +130,8 @@ def extract_facts(
 
     Args:
         components: The span to take details from.
-        limit: At most this many details; by default :func:`fact_budget`'s.
+        limit: At most this many details; by default :func:`fact_budget`'s
+            for the number of messages the span covers.
         max_chars: At most this many characters in all; by default
             :func:`fact_budget`'s.
 
@@ -133,7 +145,8 @@ def extract_facts(
         >>> [(f.kind, f.text) for f in facts]  # the path travels inside the constraint
         [('constraint', 'Never touch config/prod.yaml.'), ('quantity', '30 s')]
     """
-    default_limit, default_chars = fact_budget(len(components))
+    covered = sum(max(c.replaced_count, 1) if isinstance(c, Checkpoint) else 1 for c in components)
+    default_limit, default_chars = fact_budget(covered)
     limit = default_limit if limit is None else limit
     max_chars = default_chars if max_chars is None else max_chars
     scores: dict[str, list[int]] = {}  # text -> [kind rank, score, last index]
@@ -160,6 +173,48 @@ def extract_facts(
         del score, last
         by_kind.setdefault(rank, []).append(text)
     return _fill(by_kind, limit, max_chars)
+
+
+def candidates(component: Component) -> tuple[Candidate, ...]:
+    """Return every detail mention in ``component``, computed once and memoized on it.
+
+    For a checkpoint that kept its span, the mentions include the details
+    its compaction checked (see the module docstring).
+    """
+    try:
+        return component._facts_memo
+    except AttributeError:
+        pass
+    if isinstance(component, Checkpoint) and component.span:
+        _settle(component)
+        return component._facts_memo
+    found = tuple(scan(component))
+    # A benign race: two threads may both compute and store the same tuple.
+    object.__setattr__(component, "_facts_memo", found)
+    return found
+
+
+def _settle(top: Checkpoint) -> None:
+    """Memoize ``top``'s mentions and those of the checkpoints nested in its span, deepest first."""
+    order: list[Checkpoint] = []
+    stack = [top]
+    while stack:
+        checkpoint = stack.pop()
+        order.append(checkpoint)
+        for inner in checkpoint.span:
+            if isinstance(inner, Checkpoint) and inner.span and not hasattr(inner, "_facts_memo"):
+                stack.append(inner)
+    for checkpoint in reversed(order):  # each one's nested checkpoints are memoized by now
+        if hasattr(checkpoint, "_facts_memo"):
+            continue
+        own = tuple(scan(checkpoint))
+        carried = set(checkpoint.preserved)
+        checked = tuple(
+            ("detail", fact.text, _CHECKED)
+            for fact in extract_facts(checkpoint.span)
+            if fact.text not in carried
+        )
+        object.__setattr__(checkpoint, "_facts_memo", own + checked)
 
 
 def _rebase(scores: dict[str, list[int]], root: str) -> dict[str, list[int]]:
