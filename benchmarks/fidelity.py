@@ -251,11 +251,16 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.ExitStack() as stack:
         if args.serve:
-            model = _local_model()
-            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
-            args.base_url = stack.enter_context(model.serve(model.ensure_gguf(), log))
-            args.model = model.MODEL_ALIAS
+            serve_local(stack, args)
         return _run(parser, args)
+
+
+def serve_local(stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
+    """Serve the local model on loopback until ``stack`` closes; point ``args`` at it."""
+    model = _local_model()
+    log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
+    args.base_url = stack.enter_context(model.serve(model.ensure_gguf(), log))
+    args.model = model.MODEL_ALIAS
 
 
 def _local_model() -> Any:

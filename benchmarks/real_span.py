@@ -23,7 +23,6 @@ import contextlib
 import json
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -117,19 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         if args.serve:
-            model = _local_model()
-            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "server.log"
-            args.base_url = stack.enter_context(model.serve(model.ensure_gguf(), log))
-            args.model = model.MODEL_ALIAS
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from fidelity import serve_local
+
+            serve_local(stack, args)
         _main(args)
-
-
-def _local_model():
-    """tests/llm/model.py, which joins, checks and serves the local model (as fidelity.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from fidelity import _local_model as load_model
-
-    return load_model()
 
 
 def _main(args: argparse.Namespace) -> None:
