@@ -38,6 +38,7 @@ from mellea_ctx import (
 from mellea_ctx._formats.openai import from_openai
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = "/home/USER/projects/spotter-worktrees/spotter-fum/"
 KEY = {
     "3bb8701": r"3bb8701",
@@ -146,16 +147,7 @@ def _main(args: argparse.Namespace) -> None:
     rows["(c) extractive, same size"] = (checkpoint_c.summary, 0, 0)
     if args.base_url:
         local = _Counting(OpenAIBackend(args.model, base_url=args.base_url, timeout=1_800), args)
-        checkpoint_d, seconds = compact(from_openai_copy(span), local, True, temperature=0)
-        validate_openai(to_openai([checkpoint_d]))
-        junk_d = sum(item not in flat for item in checkpoint_d.preserved)
-        rows["(d) local model, 4,096 window"] = (checkpoint_d.summary, 0, 0)
-        rows["(d) + our appendix"] = (checkpoint_d.content, len(checkpoint_d.preserved), junk_d)
-        print(
-            f"(d): {len(local.prompts)} requests in {seconds:.0f} s; prompt tokens the server "
-            f"reported: largest {max(local.prompts):,}, window {args.window:,}",
-            file=sys.stderr,
-        )
+        rows.update(local_rows(span, local, flat))
     print(
         "| row | chars | " + " | ".join([*list(want), "key details"]) + " | appendix items | junk |"
     )
@@ -186,6 +178,28 @@ class _Sized:
 
     async def generate(self, messages, *, model_options=None, tools=None):
         return await self.inner.generate(messages, model_options={"max_tokens": self.tokens})
+
+
+def local_rows(span: list, local: _Counting, flat: str) -> dict[str, tuple[str, int, int]]:
+    """Row (d): the span compacted through ``local`` at its window; the result must validate."""
+    checkpoint, seconds = compact(from_openai_copy(span), local, True, temperature=0)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "real_span_local.json").write_text(
+        json.dumps(to_openai([checkpoint]), indent=2) + "\n", encoding="utf-8"
+    )
+    problems = validate_openai(from_openai(to_openai([checkpoint])))
+    assert not problems, problems
+    junk = sum(item not in flat for item in checkpoint.preserved)
+    print(
+        f"(d): {len(local.prompts)} requests in {seconds:.0f} s; prompt tokens the server "
+        f"reported: largest {max(local.prompts):,}, window {local.context_window:,}; "
+        f"the result validates",
+        file=sys.stderr,
+    )
+    return {
+        "(d) local model, 4,096 window": (checkpoint.summary, 0, 0),
+        "(d) + our appendix": (checkpoint.content, len(checkpoint.preserved), junk),
+    }
 
 
 class _Counting:
