@@ -280,3 +280,18 @@ class TestChains:
         plenty = tuple(Message("user", f"Read src/pkg/file_{i}.py please.") for i in range(400))
         first = Checkpoint("Read many files.", span=plenty, replaced_count=400)
         assert len(extract_facts([first, Message("user", "next")])) > 24
+
+    def test_what_the_engine_remembers_is_what_a_fresh_reading_finds(self) -> None:
+        """The engine memoizes the details it checked; a checkpoint read back finds the same."""
+        from mellea_ctx import ChatContext, LLMSummarizeCompactor, ScriptedBackend
+
+        ctx = ChatContext().add(Message("system", "Be brief."))
+        said = ["Agreed: we use `make ship` only.", "Read src/a.py", "ok", "Next: ORD-1234"]
+        for text in said:
+            role = "assistant" if text == "ok" else "user"
+            ctx = ctx.add(Message(role, f"{text} " + "and some ordinary talk " * 20))
+        backend = ScriptedBackend(lambda messages, options: "We agreed on make ship.")
+        result = LLMSummarizeCompactor(default_backend=backend, keep_n=1).compact(ctx)
+        [made] = [c for c in result if isinstance(c, Checkpoint)]
+        fresh = Checkpoint(made.summary, preserved=made.preserved, span=made.span, replaced_count=3)
+        assert candidates(made) == candidates(fresh)

@@ -41,7 +41,7 @@ from .._core.exceptions import (
     RateLimitError,
     SummaryToolCallError,
 )
-from .._core.facts import Fact, extract_facts, missing_facts
+from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
 from .._core.protocols import Backend
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
@@ -311,6 +311,8 @@ class Engine:
             span=span if self.settings.keep_replaced else (),
             replaced_count=sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span),
         )
+        if self.settings.preserve_facts and checkpoint.span:
+            remember_checked(checkpoint, facts)  # the next compaction need not choose them again
         counter = ctx.counter
         span_tokens = count_all(counter, span)
         checkpoint_tokens = count_memoized(counter, checkpoint)

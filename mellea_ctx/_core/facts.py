@@ -36,7 +36,15 @@ from .checkpoint import Checkpoint
 from .components import Component
 from .fact_patterns import Candidate, scan
 
-__all__ = ["Fact", "FactKind", "candidates", "extract_facts", "fact_budget", "missing_facts"]
+__all__ = [
+    "Fact",
+    "FactKind",
+    "candidates",
+    "extract_facts",
+    "fact_budget",
+    "missing_facts",
+    "remember_checked",
+]
 
 FactKind = Literal[
     "detail",
@@ -205,16 +213,22 @@ def _settle(top: Checkpoint) -> None:
             if isinstance(inner, Checkpoint) and inner.span and not hasattr(inner, "_facts_memo"):
                 stack.append(inner)
     for checkpoint in reversed(order):  # each one's nested checkpoints are memoized by now
-        if hasattr(checkpoint, "_facts_memo"):
-            continue
-        own = tuple(scan(checkpoint))
-        carried = set(checkpoint.preserved)
-        checked = tuple(
-            ("detail", fact.text, _CHECKED)
-            for fact in extract_facts(checkpoint.span)
-            if fact.text not in carried
-        )
-        object.__setattr__(checkpoint, "_facts_memo", own + checked)
+        if not hasattr(checkpoint, "_facts_memo"):
+            remember_checked(checkpoint, extract_facts(checkpoint.span))
+
+
+def remember_checked(checkpoint: Checkpoint, checked: Sequence[Fact]) -> None:
+    """Memoize ``checkpoint``'s mentions, given what its compaction checked.
+
+    ``checked`` must be ``extract_facts(checkpoint.span)``: the summary engine
+    passes the list it has just checked, so the next compaction does not
+    choose it again.
+    """
+    carried = set(checkpoint.preserved)
+    found = tuple(scan(checkpoint)) + tuple(
+        ("detail", fact.text, _CHECKED) for fact in checked if fact.text not in carried
+    )
+    object.__setattr__(checkpoint, "_facts_memo", found)
 
 
 def _rebase(scores: dict[str, list[int]], root: str) -> dict[str, list[int]]:
