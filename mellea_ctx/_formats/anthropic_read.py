@@ -333,10 +333,17 @@ def _read_turns(
     return out
 
 
-def read_turns(messages: Any, system: object = None, *args: Any, **kwargs: Any) -> list[Component]:
+def read_turns(
+    messages: object,
+    system: object = None,
+    *,
+    source: str = "",
+    locations: list[str] | None = None,
+    labels: Sequence[str] | None = None,
+) -> list[Component]:
     """Read turns (see :func:`_read_turns`); a non-JSON kept value is a context error."""
     try:
-        return _read_turns(messages, system, *args, **kwargs)
+        return _read_turns(messages, system, source=source, locations=locations, labels=labels)
     except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
         msg = f"{exc}; a transcript holds only JSON values"
         raise InvalidContextError(msg) from exc
