@@ -13,9 +13,10 @@ all of it.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, ParamSpec, TypeVar
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
@@ -30,6 +31,9 @@ from .._core.parts import (
 )
 from .._core.reprs import short_repr
 from .notes import with_notes
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = ["from_anthropic", "read_turns"]
 
@@ -295,7 +299,22 @@ def _system(system: object, where: str) -> Message | None:
     raise _fail(where, f"system={_short(system)} must be a string or a list of text blocks")
 
 
-def _read_turns(
+def _json_values_only(read: Callable[P, R]) -> Callable[P, R]:
+    """``read``, with a non-JSON value in a kept key turned into a context error."""
+
+    @functools.wraps(read)
+    def reading(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return read(*args, **kwargs)
+        except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
+            msg = f"{exc}; a transcript holds only JSON values"
+            raise InvalidContextError(msg) from exc
+
+    return reading
+
+
+@_json_values_only
+def read_turns(
     messages: object,
     system: object = None,
     *,
@@ -331,22 +350,6 @@ def _read_turns(
         if locations is not None:
             locations += [label] * len(turn)
     return out
-
-
-def read_turns(
-    messages: object,
-    system: object = None,
-    *,
-    source: str = "",
-    locations: list[str] | None = None,
-    labels: Sequence[str] | None = None,
-) -> list[Component]:
-    """Read turns (see :func:`_read_turns`); a non-JSON kept value is a context error."""
-    try:
-        return _read_turns(messages, system, source=source, locations=locations, labels=labels)
-    except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
-        msg = f"{exc}; a transcript holds only JSON values"
-        raise InvalidContextError(msg) from exc
 
 
 def from_anthropic(
