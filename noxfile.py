@@ -42,6 +42,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def slow(session: nox.Session) -> None:
+    """The tests marked ``slow``: subprocesses, killed writers, examples, benchmark smoke runs.
+
+    Not in the default run, so ``nox`` stays a quick edit loop; CI runs this session too.
+    """
+    session.install("-e", f".[{TEST_EXTRAS}]")
+    env = {"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "")}
+    args = ["-n", "auto", "--dist", "worksteal", "--slow", "-m", "slow", *session.posargs]
+    session.run("pytest", *args, env={k: v for k, v in env.items() if v})
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """Check style and formatting with ruff, and the layering with import-linter."""
     session.install(*LINT_TOOLS)

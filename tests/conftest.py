@@ -5,8 +5,14 @@
   reproduction blob of any failure so it can be replayed with
   ``@reproduce_failure``.
 
-Tests marked ``reliability`` (the slow fault-injection suites) run only with
-``--reliability``, which ``nox -s reliability`` passes.
+Two marks keep the default run quick (``nox``, a few minutes on two cores):
+
+* ``slow``: subprocess, crash, example and benchmark-smoke tests, run only with
+  ``--slow``, which ``nox -s slow`` passes;
+* ``reliability``: the slow fault-injection suites, run only with ``--reliability``,
+  which ``nox -s reliability`` passes.
+
+CI runs all three sessions.
 """
 
 from __future__ import annotations
@@ -28,7 +34,19 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+#: Each opt-in mark, the option that runs its tests, and the session that passes it.
+_OPT_IN = {
+    "slow": ("--slow", "subprocess, crash or smoke test: run `nox -s slow`"),
+    "reliability": ("--reliability", "slow fault suite: run `nox -s reliability`"),
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the subprocess, crash and smoke tests marked `slow` (nox -s slow)",
+    )
     parser.addoption(
         "--reliability",
         action="store_true",
@@ -37,10 +55,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the slow fault suites unless asked for, so the default run stays quick."""
-    if config.getoption("--reliability"):
-        return
-    skip = pytest.mark.skip(reason="slow fault suite: run `nox -s reliability`")
-    for item in items:
-        if item.get_closest_marker("reliability"):
-            item.add_marker(skip)
+    """Skip each opt-in group unless its option is given, so the default run stays quick."""
+    for mark, (option, reason) in _OPT_IN.items():
+        if config.getoption(option):
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker(mark):
+                item.add_marker(skip)

@@ -158,6 +158,7 @@ class TestReplays:
         assert expected == summary
 
 
+@pytest.mark.slow
 class TestReport:
     def test_tiny_run_renders(self, suite: ModuleType, tmp_path: Path) -> None:
         """The billing, resource and markdown code runs end to end at tiny sizes."""

@@ -39,6 +39,13 @@ class TestPrerequisites:
     def test_run_calls_the_step(self) -> None:
         assert ".ci/prerequisites" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
+    def test_run_runs_every_opt_in_group(self) -> None:
+        """Each mark the default run skips has a session, and CI runs that session."""
+        script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+        assert "nox" in script
+        for session in ("slow", "reliability"):
+            assert f"nox -s {session}" in script
+
     def test_installs_the_compiler_and_redis_when_missing(self, tmp_path: Path) -> None:
         code, calls = run_with(tmp_path)
         assert code == 0

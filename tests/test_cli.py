@@ -599,6 +599,7 @@ def launchers() -> list[Any]:
     return [pytest.param([script], id="console-script"), pytest.param(module, id="python-m")]
 
 
+@pytest.mark.slow
 class TestSubprocess:
     """The command as a user runs it, in a fresh process."""
 

@@ -31,6 +31,8 @@ import pytest
 
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).with_name("_session_worker.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

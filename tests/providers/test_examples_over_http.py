@@ -14,9 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ._wire import Action, Reply, WireServer, tool_use
 from .anthropic_server import AnthropicWireServer
 from .openai_server import OpenAIWireServer
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
