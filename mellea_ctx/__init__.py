@@ -87,7 +87,14 @@ from ._core.pins import (
     pin_system,
     pin_system_and_initial_user,
 )
-from ._core.protocols import Backend, Compactor, InlineCompactor
+from ._core.protocols import (
+    Backend,
+    Compactor,
+    GatedCompactor,
+    InlineCompactor,
+    acompact_with,
+    compact_with,
+)
 from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
 from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
 from ._formats.anthropic import from_anthropic, to_anthropic
@@ -157,6 +164,7 @@ __all__ = [
     "ExtractiveBackend",
     "Fact",
     "FactKind",
+    "GatedCompactor",
     "ImagePart",
     "InMemoryMetaStore",
     "InlineCompactor",
@@ -218,8 +226,10 @@ __all__ = [
     "ToolSearch",
     "Usage",
     "WindowCompactor",
+    "acompact_with",
     "areact",
     "as_async_store",
+    "compact_with",
     "component_from_record",
     "component_to_record",
     "components_from_json",

@@ -11,14 +11,10 @@ messages a checkpoint replaced.
 from __future__ import annotations
 
 from .._compaction.prompts import render_conversation
-from .._compaction.summarize import LLMSummarizeCompactor
-from .._compaction.tiered import TieredCompactor
-from .._compaction.token_budget import TokenBudgetCompactor
-from .._compaction.window import ThresholdCompactor
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.context import ChatContext
-from .._core.protocols import Backend
+from .._core.protocols import Backend, Compactor, acompact_with
 from .._core.tools import Tool, tool
 from .loop_state import Loop
 
@@ -98,37 +94,27 @@ def _originals(checkpoint: Checkpoint) -> list[Component]:
 
 
 def own_backend(compactor: object) -> Backend | None:
-    """The backend a compactor was built with, if any (looking through a threshold gate)."""
-    if isinstance(compactor, ThresholdCompactor):
-        return own_backend(compactor.inner)
-    if isinstance(compactor, TieredCompactor):
-        found = [own_backend(tier) for tier in compactor.tiers]
-        return next((b for b in found if b is not None), None)
+    """The backend a compactor was built with, if any, looking through the compactors it wraps.
+
+    Read by shape, not by class: ``settings.default_backend`` (the summarizing
+    compactors), then ``inner`` (a gate) and ``tiers`` (tiers, in order).
+    """
     settings = getattr(compactor, "settings", None)
-    return getattr(settings, "default_backend", None)
+    backend: Backend | None = getattr(settings, "default_backend", None)
+    if backend is not None:
+        return backend
+    wrapped = [getattr(compactor, "inner", None), *getattr(compactor, "tiers", ())]
+    found = (own_backend(inner) for inner in wrapped if inner is not None)
+    return next((b for b in found if b is not None), None)
 
 
 async def run_compactor(
-    compactor: object, ctx: ChatContext, backend: Backend | None, *, force: bool, focus: str
+    compactor: Compactor, ctx: ChatContext, backend: Backend | None, *, force: bool, focus: str
 ) -> ChatContext:
-    """Run ``compactor`` on ``ctx``; ``force`` bypasses thresholds (the model asked)."""
-    instructions = focus or None
-    if isinstance(compactor, TieredCompactor):
-        return await compactor.acompact(ctx, backend=backend, force=force)
-    if isinstance(compactor, TokenBudgetCompactor):
-        return await compactor.acompact(
-            ctx, backend=backend, force=force, instructions=instructions
-        )
-    if isinstance(compactor, LLMSummarizeCompactor):
-        return await compactor.acompact(ctx, backend=backend, instructions=instructions)
-    if isinstance(compactor, ThresholdCompactor):
-        if force:
-            return await run_compactor(compactor.inner, ctx, backend, force=True, focus=focus)
-        return await compactor.acompact(ctx, backend=backend)
-    run = getattr(compactor, "acompact", None)
-    if run is not None:
-        result: ChatContext = await run(ctx, backend=backend)
-        return result
-    compact = getattr(compactor, "compact")  # noqa: B009 - checked in areact
-    result = compact(ctx, backend=backend)
-    return result
+    """Run ``compactor`` on ``ctx``; ``force`` bypasses triggers (the model or provider asked).
+
+    ``focus`` becomes the summary's ``instructions``, for any compactor that takes them.
+    """
+    return await acompact_with(
+        compactor, ctx, backend=backend, force=force, instructions=focus or None
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import ContextOverflowError
-from .._core.protocols import Backend
+from .._core.protocols import Backend, Compactor
 from .._core.tool_tokens import count_tool_definitions, request_overhead, request_tools
 from .._core.tools import Tool
 from .compaction_tools import run_compactor
@@ -43,7 +43,7 @@ def _sizes(exc: ContextOverflowError) -> str:
 
 async def generate(
     loop: Loop,
-    compactor: object | None,
+    compactor: Compactor | None,
     compaction_backend: Backend | None,
     messages_of: Callable[[], list[Component]],
     tools: Sequence[Tool],

@@ -146,10 +146,18 @@ class ClearToolResultsCompactor(InlineCompactor):
             and items[i].name not in self.keep_tools
         ]
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Return ``ctx`` with old tool results cleared, or ``ctx`` itself when not worth it.
 
-        Returns a new context; ``ctx`` is not modified. ``backend`` is unused.
+        Returns a new context; ``ctx`` is not modified. ``backend``, ``force`` and
+        ``instructions`` are unused.
         """
         return apply_clearing(
             ctx,

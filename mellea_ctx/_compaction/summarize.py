@@ -29,7 +29,7 @@ from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking
 from .._core.checkpoint import Checkpoint
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend
+from .._core.protocols import Backend, inline_backoff
 from .backoff import backed_off, validate_backoff
 from .continuation import Request
 from .effort import with_reasoning_effort
@@ -173,6 +173,7 @@ class LLMSummarizeCompactor:
         ctx: ChatContext,
         *,
         backend: Backend | None = None,
+        force: bool = False,
         instructions: str | None = None,
     ) -> ChatContext:
         """Return ``ctx`` with its older body summarized into a checkpoint (async).
@@ -181,6 +182,7 @@ class LLMSummarizeCompactor:
         summary is not smaller than what it would replace, or (unless
         ``strict``) when the backend fails. ``instructions`` is a focus the
         summary should keep (the model's own request, when it asked to compact).
+        ``force`` changes nothing: this compactor has no trigger of its own.
         """
         p, k = self.span(ctx)
         if k <= p:
@@ -193,16 +195,16 @@ class LLMSummarizeCompactor:
         ctx: ChatContext,
         *,
         backend: Backend | None = None,
+        force: bool = False,
         instructions: str | None = None,
     ) -> ChatContext:
-        """Return ``ctx`` with its older body summarized (blocking; safe inside a running loop)."""
-        return self._run(ctx, backend, instructions, backoff_adds=0)
+        """Return ``ctx`` with its older body summarized (blocking; safe inside a running loop).
 
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """:meth:`compact`, then a failure backoff when it left ``ctx`` unchanged."""
-        if type(self).compact is not LLMSummarizeCompactor.compact:
-            return self.compact(ctx)  # a subclass's own compact comes first
-        return self._run(ctx, None, None, backoff_adds=self.backoff_adds)
+        Behind a :class:`~mellea_ctx.ThresholdCompactor` riding inline, a model
+        call that leaves ``ctx`` unchanged starts a failure backoff of
+        ``backoff_adds`` adds; a call of your own never does.
+        """
+        return self._run(ctx, backend, instructions, backoff_adds=inline_backoff(self.backoff_adds))
 
     def _run(
         self,

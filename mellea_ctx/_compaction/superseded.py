@@ -133,10 +133,18 @@ class SupersededReadsCompactor(InlineCompactor):
                 notes[index] = f"{target!r} was read again later (call {later}); see that result."
         return notes
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Return ``ctx`` with superseded reads cleared, or ``ctx`` itself when not worth it.
 
-        Returns a new context; ``ctx`` is not modified. ``backend`` is unused.
+        Returns a new context; ``ctx`` is not modified. ``backend``, ``force`` and
+        ``instructions`` are unused.
         """
         notes = self.superseded(ctx.as_list())
         return apply_clearing(

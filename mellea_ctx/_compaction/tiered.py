@@ -15,15 +15,19 @@ One :class:`~mellea_ctx.CompactionRecord` says which tier's result was kept
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._core.exceptions import InvalidArgumentError
-from .._core.protocols import Compactor, InlineCompactor
+from .._core.protocols import (
+    Compactor,
+    InlineCompactor,
+    acompact_with,
+    compact_with,
+    outside_inline,
+)
 from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 from .records import CompactionRecord, RecordHook, emit_record
-from .token_budget import TokenBudgetCompactor
-from .window import ThresholdCompactor
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -32,21 +36,14 @@ if TYPE_CHECKING:
 __all__ = ["TieredCompactor"]
 
 
-def _forced(tier: Any) -> Any:
-    """The compactor to run when ``tier`` is forced: a threshold gate is looked through."""
-    while isinstance(tier, ThresholdCompactor):
-        tier = tier.inner
-    return tier
-
-
 class TieredCompactor(InlineCompactor):
     """Try each compactor in order; keep the first result at or under ``target_tokens``.
 
     Nothing runs until the context is past ``max_tokens`` (or ``force``).
     Then each tier runs on the previous tier's result, forced past its own
-    trigger (a :class:`~mellea_ctx.TokenBudgetCompactor` gets
-    ``force=True``, a :class:`~mellea_ctx.ThresholdCompactor` is looked
-    through), and the first result at or under ``target_tokens`` is kept.
+    trigger (``force=True``, and ``instructions`` when given: see
+    :func:`~mellea_ctx.compact_with`), and the first result at or under
+    ``target_tokens`` is kept.
     When none gets there, the last result is kept and reported
     ``over_target=True``. Put the summary last. Forced (``react`` after the
     provider said the request is too long, or the model's
@@ -137,48 +134,57 @@ class TieredCompactor(InlineCompactor):
         return self.size(ctx) > self.max_tokens
 
     def compact(
-        self, ctx: ChatContext, *, backend: Backend | None = None, force: bool = False
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
     ) -> ChatContext:
         """Return ``ctx`` compacted by the first tier that reaches the target, or ``ctx``.
 
-        Returns a new context; ``ctx`` is not modified.
+        Returns a new context; ``ctx`` is not modified. ``instructions`` (a
+        focus) reaches every tier that takes it.
         """
         if not (force or self.due(ctx)):
             return ctx
         current, kept = ctx, None
-        for index, tier in enumerate(self.tiers):
-            chosen = _forced(tier)
-            if isinstance(chosen, (TokenBudgetCompactor, TieredCompactor)):
-                result = chosen.compact(current, backend=backend, force=True)
-            else:
-                result = chosen.compact(current, backend=backend)
-            if result is not current:
-                current, kept = result, index
-            if self.size(current) <= self.target_tokens and (kept is not None or not force):
-                break
+        with outside_inline():
+            for index, tier in enumerate(self.tiers):
+                result = compact_with(
+                    tier, current, backend=backend, force=True, instructions=instructions
+                )
+                if result is not current:
+                    current, kept = result, index
+                if self._reached(current, kept, force):
+                    break
         return self._settle(ctx, current, kept)
 
     async def acompact(
-        self, ctx: ChatContext, *, backend: Backend | None = None, force: bool = False
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
     ) -> ChatContext:
         """Async form of :meth:`compact`: awaits each tier's ``acompact`` when it has one."""
         if not (force or self.due(ctx)):
             return ctx
         current, kept = ctx, None
         for index, tier in enumerate(self.tiers):
-            chosen = _forced(tier)
-            result: ChatContext
-            if isinstance(chosen, (TokenBudgetCompactor, TieredCompactor)):
-                result = await chosen.acompact(current, backend=backend, force=True)
-            elif hasattr(chosen, "acompact"):
-                result = await chosen.acompact(current, backend=backend)
-            else:
-                result = chosen.compact(current, backend=backend)
+            result = await acompact_with(
+                tier, current, backend=backend, force=True, instructions=instructions
+            )
             if result is not current:
                 current, kept = result, index
-            if self.size(current) <= self.target_tokens and (kept is not None or not force):
+            if self._reached(current, kept, force):
                 break
         return self._settle(ctx, current, kept)
+
+    def _reached(self, current: ChatContext, kept: int | None, force: bool) -> bool:
+        """Whether to stop: at or under the target (forced: once a tier changed something)."""
+        return self.size(current) <= self.target_tokens and (kept is not None or not force)
 
     def _settle(self, ctx: ChatContext, result: ChatContext, kept: int | None) -> ChatContext:
         over = self.size(result) > self.target_tokens

@@ -17,7 +17,7 @@ from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking
 from .._core.checkpoint import Checkpoint
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend, InlineCompactor
+from .._core.protocols import Backend, InlineCompactor, inline_backoff
 from .._core.tokens import count_all, count_memoized
 from .._core.tool_tokens import request_overhead
 from .backoff import backed_off, validate_backoff
@@ -258,14 +258,14 @@ class TokenBudgetCompactor(InlineCompactor):
         force: bool = False,
         instructions: str | None = None,
     ) -> ChatContext:
-        """Blocking form of :meth:`acompact` (safe inside a running loop)."""
-        return self._run(ctx, backend, force, instructions, backoff_adds=0)
+        """Blocking form of :meth:`acompact` (safe inside a running loop).
 
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """:meth:`compact`, then a failure backoff when the model call left ``ctx`` unchanged."""
-        if type(self).compact is not TokenBudgetCompactor.compact:
-            return self.compact(ctx)  # a subclass's own compact comes first
-        return self._run(ctx, None, False, None, backoff_adds=self.backoff_adds)
+        Riding inline (``ChatContext.add``), a model call that leaves ``ctx``
+        unchanged starts a failure backoff of ``backoff_adds`` adds; a call of
+        your own never does.
+        """
+        adds = inline_backoff(self.backoff_adds)
+        return self._run(ctx, backend, force, instructions, backoff_adds=adds)
 
     def _run(
         self,

@@ -20,7 +20,13 @@ import attrs
 from .._core.boundaries import prefix_end, thinking_loop_start, window_cut
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
-from .._core.protocols import Compactor, InlineCompactor
+from .._core.protocols import (
+    Compactor,
+    InlineCompactor,
+    acompact_with,
+    compact_with,
+    inline_backoff,
+)
 from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 
@@ -88,10 +94,18 @@ class WindowCompactor(InlineCompactor):
             raise InvalidArgumentError(msg)
         _validate_pin("WindowCompactor", self.pin_predicate)
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Return ``ctx`` cut to its prefix and last ``size`` body components.
 
-        Returns ``ctx`` itself when the body already fits. ``backend`` is unused.
+        Returns ``ctx`` itself when the body already fits. ``backend``, ``force`` and
+        ``instructions`` are unused.
         """
         size = self.size
         head, buf, start = ctx._head, ctx._buf, ctx._start
@@ -241,33 +255,40 @@ class ThresholdCompactor(InlineCompactor):
             return False
         return ctx.token_count > threshold
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
-        """Return ``inner.compact(ctx)`` when the reading exceeds ``threshold``, else ``ctx``."""
-        if not self.due(ctx):
-            return ctx
-        return self.inner.compact(ctx, backend=backend)
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
+        """Return ``inner``'s compaction when the reading exceeds ``threshold`` (or ``force``).
 
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """Run ``inner`` as an inline compactor would, so its failure backoff applies."""
-        if type(self).compact is not ThresholdCompactor.compact:
-            return self.compact(ctx)  # a subclass's own compact comes first
-        if not self.due(ctx):
+        Else ``ctx``. ``force`` and ``instructions`` reach ``inner`` (see
+        :func:`~mellea_ctx.compact_with`). Riding inline, a compaction that
+        leaves the total still over holds the gate for ``inner``'s
+        ``backoff_adds`` adds: this crossing has had its compaction.
+        """
+        if not (force or self.due(ctx)):
             return ctx
         inner = self.inner
-        on_add = getattr(inner, "_compact_on_add", None)
-        # ours: it falls back to a subclass's own compact
-        result: ChatContext = on_add(ctx) if on_add is not None else inner.compact(ctx)
+        result = compact_with(inner, ctx, backend=backend, force=force, instructions=instructions)
         if result is not ctx and not result.compaction_backoff and self.due(result):
-            # Compacted, yet still over: this crossing has had its compaction.
-            return result._backing_off(_adds_of(inner))
+            return result._backing_off(inline_backoff(_adds_of(inner)))
         return result
 
-    async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    async def acompact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
-        if not self.due(ctx):
+        if not (force or self.due(ctx)):
             return ctx
-        inner_async = getattr(self.inner, "acompact", None)
-        if inner_async is not None:
-            result: ChatContext = await inner_async(ctx, backend=backend)
-            return result
-        return self.inner.compact(ctx, backend=backend)
+        return await acompact_with(
+            self.inner, ctx, backend=backend, force=force, instructions=instructions
+        )

@@ -4,12 +4,22 @@ They live in the core because the context calls them: ``ChatContext.add``
 runs its inline compactor, and a compactor hands a backend its requests. The
 implementations live above (``_backends``, ``_compaction``), so every import
 in the package points down.
+
+Every compactor is called the same way, by :func:`compact_with` and
+:func:`acompact_with`: ``force`` (run past any trigger: the provider said the
+request is too long, or the model asked) and ``instructions`` (a focus the
+summary should keep) reach any compactor whose ``compact`` / ``acompact``
+accepts them, ours and a user's alike; a compactor that accepts neither is
+called with ``backend`` alone.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import contextlib
+import contextvars
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .components import Component, ModelOutputThunk
@@ -18,7 +28,16 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .context import ChatContext
 
-__all__ = ["Backend", "Compactor", "InlineCompactor"]
+__all__ = [
+    "Backend",
+    "Compactor",
+    "GatedCompactor",
+    "InlineCompactor",
+    "acompact_with",
+    "compact_with",
+    "inline_backoff",
+    "outside_inline",
+]
 
 
 @runtime_checkable
@@ -46,12 +65,133 @@ class Compactor(Protocol):
 
     Implementations must not modify ``ctx``; they return a new context, or
     ``ctx`` itself when nothing needs compacting, and the result carries
-    ``ctx``'s compactor.
+    ``ctx``'s compactor. An ``async acompact`` with the same keywords is
+    optional: :func:`acompact_with` awaits it when there is one, and calls
+    ``compact`` otherwise (:class:`InlineCompactor` has one that does).
+
+    ``force`` asks a compactor with a trigger (:class:`GatedCompactor`) to run
+    past it; ``instructions`` is a focus for a summary. Both are keywords a
+    compactor may leave out of its signature: :func:`compact_with` passes only
+    those it accepts.
     """
 
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes)."""
         ...
+
+
+@runtime_checkable
+class GatedCompactor(Compactor, Protocol):
+    """A compactor with a trigger: it compacts only when :meth:`due` says so (or ``force``).
+
+    :class:`~mellea_ctx.ThresholdCompactor`, :class:`~mellea_ctx.TokenBudgetCompactor`
+    and :class:`~mellea_ctx.TieredCompactor` are gated. A gated compactor that
+    calls a model may also have ``backoff_adds``: riding inline, a compaction
+    that called the model and changed nothing skips that many adds before the
+    next try (see ``ChatContext.compaction_backoff``; :func:`inline_backoff`).
+    """
+
+    def due(self, ctx: ChatContext) -> bool:
+        """Return whether ``ctx`` is past the trigger."""
+        ...
+
+
+#: Set while ``ChatContext.add`` runs its compactor: a failure backoff applies then only.
+_riding_inline: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mellea_ctx_riding_inline", default=False
+)
+
+
+def inline_backoff(adds: int) -> int:
+    """``adds`` while ``ChatContext.add`` runs the compactor, else 0 (your own call never waits).
+
+    A model-calling compactor passes its ``backoff_adds`` through this, so the
+    same ``compact`` serves an add and a call of your own.
+    """
+    return adds if _riding_inline.get() else 0
+
+
+@contextlib.contextmanager
+def outside_inline() -> Iterator[None]:
+    """Run a compactor's own inner compactions as plain calls (no backoff of their own).
+
+    :class:`~mellea_ctx.TieredCompactor` runs its tiers in this: a tier's
+    failure is the tier's result, not a backoff of the whole context.
+    """
+    token = _riding_inline.set(False)
+    try:
+        yield
+    finally:
+        _riding_inline.reset(token)
+
+
+#: The keywords beyond ``backend`` that a compactor's method accepts, per function.
+_ACCEPTED: dict[Any, frozenset[str]] = {}
+_OPTIONS = frozenset({"force", "instructions"})
+
+
+def _options(method: Callable[..., Any], force: bool, instructions: str | None) -> dict[str, Any]:
+    """The ``force`` / ``instructions`` keywords ``method`` accepts, with their values."""
+    key = getattr(method, "__func__", method)
+    accepted = _ACCEPTED.get(key)
+    if accepted is None:
+        try:
+            parameters = inspect.signature(method).parameters.values()
+        except (TypeError, ValueError):  # a builtin with no signature: backend alone
+            parameters = ()  # type: ignore[assignment]
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            accepted = _OPTIONS
+        else:
+            accepted = _OPTIONS & {p.name for p in parameters}
+        _ACCEPTED[key] = accepted
+    options: dict[str, Any] = {}
+    if force and "force" in accepted:
+        options["force"] = True
+    if instructions is not None and "instructions" in accepted:
+        options["instructions"] = instructions
+    return options
+
+
+def compact_with(
+    compactor: Compactor,
+    ctx: ChatContext,
+    *,
+    backend: Backend | None = None,
+    force: bool = False,
+    instructions: str | None = None,
+) -> ChatContext:
+    """Call ``compactor.compact`` with the options its signature accepts.
+
+    The one way every layer calls a compactor it was given: no switch on its
+    class. ``force`` and ``instructions`` reach it when its ``compact`` takes
+    them (or ``**kwargs``).
+    """
+    run = compactor.compact
+    result: ChatContext = run(ctx, backend=backend, **_options(run, force, instructions))
+    return result
+
+
+async def acompact_with(
+    compactor: Compactor,
+    ctx: ChatContext,
+    *,
+    backend: Backend | None = None,
+    force: bool = False,
+    instructions: str | None = None,
+) -> ChatContext:
+    """Await ``compactor.acompact`` (or call ``compact``) with the options it accepts."""
+    run = getattr(compactor, "acompact", None)
+    if run is None:
+        return compact_with(compactor, ctx, backend=backend, force=force, instructions=instructions)
+    result: ChatContext = await run(ctx, backend=backend, **_options(run, force, instructions))
+    return result
 
 
 class InlineCompactor(abc.ABC):
@@ -66,10 +206,18 @@ class InlineCompactor(abc.ABC):
     __slots__ = ()
 
     @abc.abstractmethod
-    def compact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    def compact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes).
 
         Subclasses must override it; there is no default strategy to fall back on.
+        ``force`` and ``instructions`` may be left out of an override's signature.
 
         Raises:
             NotImplementedError: Always, here: a subclass that calls
@@ -83,15 +231,27 @@ class InlineCompactor(abc.ABC):
         )
         raise NotImplementedError(msg)
 
-    async def acompact(self, ctx: ChatContext, *, backend: Backend | None = None) -> ChatContext:
+    async def acompact(
+        self,
+        ctx: ChatContext,
+        *,
+        backend: Backend | None = None,
+        force: bool = False,
+        instructions: str | None = None,
+    ) -> ChatContext:
         """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""
-        return self.compact(ctx, backend=backend)
+        return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
 
     def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """What ``ChatContext.add`` runs after each add; by default :meth:`compact`.
+        """What ``ChatContext.add`` runs after each add: :meth:`compact`, riding inline.
 
-        The summarizing compactors override it to start a failure backoff
-        (see ``ChatContext.compaction_backoff``); a plain ``compact`` call
-        never does.
+        While it runs, :func:`inline_backoff` gives a model-calling compactor
+        its ``backoff_adds``, so a failed summary starts a failure backoff (see
+        ``ChatContext.compaction_backoff``); a ``compact`` call of your own
+        never does. A subclass's own ``compact`` is what runs.
         """
-        return self.compact(ctx)
+        token = _riding_inline.set(True)
+        try:
+            return self.compact(ctx)
+        finally:
+            _riding_inline.reset(token)
