@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 from mellea_ctx import (
+    ClearToolResultsCompactor,
     Component,
     LLMSummarizeCompactor,
     Message,
@@ -23,6 +24,10 @@ from mellea_ctx import (
     RequestRejectedError,
     ScriptedBackend,
     ServerError,
+    SupersededReadsCompactor,
+    TieredCompactor,
+    ToolCall,
+    ToolMessage,
     Usage,
 )
 
@@ -188,3 +193,56 @@ class TestSpans:
             "gen_ai.usage.input_tokens": 321,
             "gen_ai.usage.output_tokens": 9,
         } == dict(chat.attributes or {})
+
+
+def tool_history(turns: int) -> list[Component]:
+    """``turns`` tool exchanges reading the same file, each result long enough to clear."""
+    items: list[Component] = [Message("user", "Fix the bug in app.py.")]
+    for i in range(turns):
+        call = ToolCall(f"c{i}", "read_file", '{"path": "app.py"}')
+        items.append(Message("assistant", "", tool_calls=(call,)))
+        text = f"version {i}: " + "line of code\n" * 200
+        items.append(ToolMessage(text, tool_call_id=f"c{i}", name="read_file"))
+    return items
+
+
+def every_compactor_that_records() -> list[tuple[str, Any]]:
+    """One of each compactor that makes a record without the summary engine."""
+    return [
+        ("ClearToolResultsCompactor", ClearToolResultsCompactor(keep_last=1, min_clear_tokens=1)),
+        ("SupersededReadsCompactor", SupersededReadsCompactor(min_clear_tokens=1)),
+        (
+            "TieredCompactor",
+            TieredCompactor([ClearToolResultsCompactor(keep_last=1)], max_tokens=100),
+        ),
+    ]
+
+
+class TestOneRecordPath:
+    """Regression (issue 20): these records reached the hook but never the logger or a span."""
+
+    @pytest.mark.parametrize(("strategy", "compactor"), every_compactor_that_records())
+    def test_the_logger_hears_it(
+        self, caplog: pytest.LogCaptureFixture, strategy: str, compactor: Any
+    ) -> None:
+        with caplog.at_level(logging.INFO, logger="mellea_ctx"):
+            compactor.compact(build(*tool_history(4)))
+        lines = [r for r in caplog.records if r.name == "mellea_ctx"]
+        assert any(f"by {strategy}" in r.getMessage() for r in lines), [
+            r.getMessage() for r in lines
+        ]
+
+    @pytest.mark.parametrize(("strategy", "compactor"), every_compactor_that_records())
+    def test_a_span_of_its_own(
+        self, spans: InMemorySpanExporter, strategy: str, compactor: Any
+    ) -> None:
+        tracer = trace.get_tracer("the application")
+        with tracer.start_as_current_span("agent step"):
+            compactor.compact(build(*tool_history(4)))
+        finished = spans.get_finished_spans()
+        ours = named(finished, f"compact {strategy}")
+        assert ours, [s.name for s in finished]
+        attributes = ours[0].attributes or {}
+        assert attributes["mellea_ctx.compaction.outcome"] == "applied"
+        (step,) = named(finished, "agent step")
+        assert not any(k.startswith("mellea_ctx.") for k in (step.attributes or {}))

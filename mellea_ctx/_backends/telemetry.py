@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "observe_compaction",
     "observe_request_failure",
     "observe_retry",
+    "observing",
 ]
 
 #: The name of the package's logger.
@@ -76,6 +78,10 @@ def _provider_name(backend: object) -> str:
     return str(getattr(backend, "provider", type(backend).__name__)).lower()
 
 
+#: Set while a ``compact {strategy}`` span of ours is the current one.
+_in_compaction: ContextVar[bool] = ContextVar("mellea_ctx_in_compaction", default=False)
+
+
 @contextmanager
 def compaction_span(strategy: str) -> Iterator[None]:
     """Run the body inside a ``compact {strategy}`` span (nothing when tracing is off).
@@ -87,8 +93,27 @@ def compaction_span(strategy: str) -> Iterator[None]:
         yield
         return
     attributes = {"gen_ai.operation.name": "compact", f"{_OURS}strategy": strategy}
-    with tracer.start_as_current_span(f"compact {strategy}", attributes=attributes):
-        yield
+    token = _in_compaction.set(True)
+    try:
+        with tracer.start_as_current_span(f"compact {strategy}", attributes=attributes):
+            yield
+    finally:
+        _in_compaction.reset(token)
+
+
+def observe_compaction(record: Any) -> None:
+    """Log one compaction record and put it on a compaction span.
+
+    Inside a :func:`compaction_span` (a summary's), the record annotates that
+    span; elsewhere (a clearing, a tiered compaction's verdict, a skipped
+    plan) it gets a ``compact {strategy}`` span of its own, never the
+    application's current span.
+    """
+    if _in_compaction.get() or _tracer() is None:
+        _observe(record)
+        return
+    with compaction_span(record.strategy):
+        _observe(record)
 
 
 @contextmanager
@@ -124,8 +149,17 @@ def model_call_span(backend: object, usage_of: list[Any]) -> Iterator[None]:
             span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
 
 
-def observe_compaction(record: Any) -> None:
-    """Log one compaction record, and put it on the current compaction span.
+def observing() -> bool:
+    """Whether :func:`observe_compaction` would log or trace anything now (a cheap check).
+
+    A compactor that runs on every add builds its record only when someone
+    reads it: a hook, a sink, the logger at INFO, or a configured tracer.
+    """
+    return logger.isEnabledFor(logging.INFO) or _tracer() is not None
+
+
+def _observe(record: Any) -> None:
+    """Log ``record`` and set it on the current span.
 
     ``record`` is a :class:`~mellea_ctx.CompactionRecord` (typed loosely: the
     records live in the layer above).

@@ -27,7 +27,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import InlineCompactor
 from .._core.tokens import count_memoized
-from .records import CompactionRecord, Outcome, RecordHook, emit_record, record_sink
+from .records import CompactionRecord, Outcome, RecordHook, emit_record, wants_records
 from .window import _validate_pin
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _record(
     reason: str,
     removed: int = 0,
 ) -> None:
-    if hook is None and record_sink.get() is None:
+    if not wants_records(hook):
         return
     record = CompactionRecord(
         strategy=strategy,

@@ -27,7 +27,6 @@ from .._backends.bridge import bounded, wait_in_worker
 from .._backends.telemetry import (
     compaction_span,
     model_call_span,
-    observe_compaction,
     observe_retry,
 )
 from .._core.checkpoint import Checkpoint
@@ -48,7 +47,7 @@ from .._core.tools import Tool
 from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import quote
-from .records import CompactionRecord, CompactionWarning, Outcome, record_sink
+from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -103,13 +102,7 @@ class Engine:
         gave_up = _abandoned.get()
         if gave_up is not None and gave_up.is_set():
             return  # the blocking caller has already recorded this compaction as timed out
-        observe_compaction(record)  # the mellea_ctx logger, and the current span
-        hook = self.settings.on_record
-        if hook is not None:
-            hook(record)
-        sink = record_sink.get()
-        if sink is not None:
-            sink(record)
+        emit_record(record, self.settings.on_record)
 
     def record(
         self,

@@ -5,6 +5,10 @@ Every summarizing compaction, applied or not, produces one
 callback. A failed or skipped compaction also leaves the context unchanged
 (the very same object), so the record is the only trace it leaves; failures
 also raise a :class:`CompactionWarning`.
+
+Every compactor reports through :func:`emit_record`, the one record path: the
+record reaches the ``mellea_ctx`` logger and the current OpenTelemetry span,
+then the compactor's hook, then the agent loop's :data:`record_sink`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Literal
 
 import attrs
 
+from .._backends.telemetry import observe_compaction, observing
 from .._core.facts import Fact
 
 __all__ = [
@@ -24,6 +29,7 @@ __all__ = [
     "RecordHook",
     "emit_record",
     "record_sink",
+    "wants_records",
 ]
 
 Outcome = Literal["applied", "skipped", "failed", "timed_out", "cancelled"]
@@ -88,8 +94,14 @@ RecordHook = Callable[[CompactionRecord], None]
 record_sink: ContextVar[RecordHook | None] = ContextVar("mellea_ctx_record_sink", default=None)
 
 
+def wants_records(hook: RecordHook | None) -> bool:
+    """Whether a record made now would reach anyone (so whether to build it at all)."""
+    return hook is not None or record_sink.get() is not None or observing()
+
+
 def emit_record(record: CompactionRecord, hook: RecordHook | None) -> None:
-    """Hand ``record`` to ``hook`` (when given) and to the current :data:`record_sink`."""
+    """Log and trace ``record``, then hand it to ``hook`` and to the current :data:`record_sink`."""
+    observe_compaction(record)  # the mellea_ctx logger, and a compaction span
     if hook is not None:
         hook(record)
     sink = record_sink.get()
