@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+import subprocess
+import sys
+
+import pytest
 
 import mellea_ctx
 
@@ -21,14 +26,43 @@ class TestExportedMembers:
 
     def test_all_is_the_public_surface(self) -> None:
         """Every public name in the package namespace is exported, and nothing else."""
+        for name in mellea_ctx.__all__:
+            getattr(mellea_ctx, name)  # a lazy name is in the namespace once used
         # ``integrations`` is the public sub-package of framework adapters: an attribute once
         # any adapter has been imported, never exported from the package itself.
-        public = {
-            name
-            for name in vars(mellea_ctx)
-            if not name.startswith("_") and name not in ("annotations", "integrations")
+        hidden = ("annotations", "integrations", "importlib", "TYPE_CHECKING", "Any")
+        public = {name for name in vars(mellea_ctx) if not name.startswith("_")}
+        assert public - set(hidden) == set(mellea_ctx.__all__)
+        assert set(dir(mellea_ctx)) >= set(mellea_ctx.__all__)
+
+    def test_the_lazy_table_names_what_the_type_checkers_read(self) -> None:
+        """``_EXPORTS`` (run time) and the ``TYPE_CHECKING`` imports (type checkers, docs) agree."""
+        tree = ast.parse(inspect.getsource(mellea_ctx))
+        guarded = next(node for node in tree.body if isinstance(node, ast.If))
+        declared = {
+            alias.asname or alias.name: "." + (node.module or "")
+            for node in guarded.body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
         }
-        assert public == set(mellea_ctx.__all__)
+        assert declared == mellea_ctx._WHERE
+        assert set(declared) == set(mellea_ctx.__all__)
+
+    def test_an_unknown_name_is_an_attribute_error(self) -> None:
+        with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+            mellea_ctx.NoSuchThing  # noqa: B018
+
+    def test_import_loads_no_module_of_ours_and_no_sdk(self) -> None:
+        """``import mellea_ctx`` alone loads only the package (each name loads on first use)."""
+        script = (
+            "import sys; import mellea_ctx; "
+            "ours = [m for m in sys.modules if m.startswith('mellea_ctx')]; "
+            "sdks = [m for m in ('openai', 'anthropic', 'redis', 'httpx', 'pydantic', "
+            "'opentelemetry', 'click', 'rich', 'psycopg', 'agents') if m in sys.modules]; "
+            "print(len(ours), sdks)"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        assert done.stdout.split(maxsplit=1) == ["1", "[]\n"], done.stderr
 
     def test_exported_objects_claim_the_package(self) -> None:
         """Exported classes and functions live in mellea_ctx's own modules (aliases aside)."""
