@@ -96,6 +96,7 @@ from ._formats.gemini_rules import validate_gemini
 from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
 from ._formats.notes import LossyConversionWarning
 from ._formats.openai import from_openai, to_openai, validate_openai
+from ._formats.problems import Problem, problems
 from ._formats.responses import from_responses, to_responses
 from ._formats.responses_rules import validate_responses
 from ._formats.serialize import (
@@ -178,6 +179,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "Problem",
     "Provider",
     "RateLimitError",
     "ReactInitiator",
@@ -241,6 +243,7 @@ __all__ = [
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "problems",
     "react",
     "react_summary_prompt",
     "render_conversation",
