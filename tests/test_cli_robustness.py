@@ -418,6 +418,17 @@ class TestNewcomer:
             assert "pass '-' to read stdin" in done.stderr
         assert 0 == run(["stats"]).exit_code  # nothing piped: the sample, as before
 
+    @pytest.mark.parametrize(("piped", "status"), [(b"[]", 2), (b"", 0)])
+    def test_a_real_pipe(self, piped: bytes, status: int) -> None:
+        """Through a real pipe: data without '-' is refused; an empty, closed pipe is no input."""
+        done = subprocess.run(
+            [sys.executable, "-m", "mellea_ctx", "stats", "--top", "1"],
+            input=piped,
+            capture_output=True,
+            check=False,
+        )
+        assert status == done.returncode, done.stderr.decode()
+
 
 class TestHugePiece:
     def test_no_piece_longer_than_the_bound_reaches_the_encoder(

@@ -38,8 +38,9 @@ _MAIN_HELP = """\
 Keep LLM conversations inside their context window, without breaking tool calls.
 
 Conversations are OpenAI Chat Completions messages (a JSON array, or JSONL
-with one message a line) or Anthropic Messages turns; each command detects
-which, and writes back the same format.
+with one message a line), Anthropic Messages turns, OpenAI Responses items or
+Gemini contents; each command detects which, counts in the file's own unit,
+and writes back the same format.
 
 \b
 Examples:

@@ -92,10 +92,10 @@ def load(
 
 
 def _piped() -> bool:
-    """Whether stdin holds input: a non-empty file or a pipe with data (or its end) waiting.
+    """Whether stdin holds input: a non-empty file, or a pipe with data waiting.
 
-    An idle pipe (a runner's stdin nobody writes to) and a terminal are not
-    input, nor is ``/dev/null``; nothing is read from stdin here.
+    An idle pipe (a runner's stdin nobody writes to), an empty closed one, a
+    terminal and ``/dev/null`` are not input.
     """
     stream = getattr(sys.stdin, "buffer", sys.stdin)
     if stream is None:
@@ -117,7 +117,9 @@ def _piped() -> bool:
         return os.fstat(fd).st_size > os.lseek(fd, 0, os.SEEK_CUR)
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         ready, _, _ = select.select([fd], [], [], 0.1)
-        return bool(ready)
+        # Readable is data or the end: one byte tells (an empty, closed pipe is no input;
+        # a byte read is lost, but the command then refuses the input anyway).
+        return bool(ready) and bool(os.read(fd, 1))
     return False
 
 
