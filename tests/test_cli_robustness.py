@@ -364,6 +364,37 @@ class TestOwnUnits:
         assert "kept from its thinking step" in shown
         assert "tool exchanges are kept whole" not in shown
 
+    def test_gemini_window_counts_contents(self, tmp_path: Path) -> None:
+        """--window N on a Gemini file counts contents, as the report does (it counted messages).
+
+        A content answering two calls holds two functionResponses: one content,
+        two messages once read.
+        """
+        calls = [{"functionCall": {"name": "ls", "args": {}, "id": f"c{i}"}} for i in (1, 2)]
+        answers = [
+            {"functionResponse": {"name": "ls", "response": {"files": []}, "id": f"c{i}"}}
+            for i in (1, 2)
+        ]
+        contents = [
+            {"role": "user", "parts": [{"text": "q1"}]},
+            {"role": "model", "parts": [{"text": "a1"}]},
+            {"role": "user", "parts": [{"text": "q2"}]},
+            {"role": "model", "parts": calls},
+            {"role": "user", "parts": answers},
+            {"role": "model", "parts": [{"text": "done"}]},
+            {"role": "user", "parts": [{"text": "q3"}]},
+        ]
+        source = write_json(tmp_path, "g.json", {"contents": contents})
+        out = tmp_path / "o.json"
+        done = run(["compact", str(source), "--window", "3", "--pin", "none", "-o", str(out)])
+        assert 0 == done.exit_code, lines(done)
+        # the last 3 contents, and the call their responses answer
+        assert contents[-4:] == json.loads(out.read_text(encoding="utf-8"))["contents"]
+        assert "contents │ 7 │ 4" in lines(done)
+        assert "window widened to 4 contents: tool exchanges are kept whole" in lines(done)
+        stats = lines(run(["stats", str(source), "--window", "3", "--pin", "none"]))
+        assert "window │ --window 3 │ drops 3 contents" in stats
+
     def test_added_opening_turn_is_added_not_changed(self, tmp_path: Path) -> None:
         """The "(earlier conversation)" turn a window puts first is reported as added."""
         turns = [

@@ -31,7 +31,15 @@ from .options import (
 )
 from .report import compact_report
 from .terminal import Failure, InputError, progress, stderr
-from .transcripts import build, load, require_valid, turn_of, window_components, write
+from .transcripts import (
+    WINDOW_UNITS,
+    build,
+    load,
+    require_valid,
+    turn_of,
+    window_components,
+    write,
+)
 
 __all__ = ["compact"]
 
@@ -175,7 +183,8 @@ _COMPACT_HELP = """\
 Compact a conversation with one strategy and write it in the format it was read in.
 
 \b
-  --window N        keep the pinned prefix and the last N messages (turns, for Anthropic)
+  --window N        keep the pinned prefix and the last N messages (turns for
+                    Anthropic, contents for Gemini)
   --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
                     keeping at least --keep-recent tokens of recent model steps
   --summarize       summarize everything but the last --keep messages
@@ -319,7 +328,7 @@ def compact(
         turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))
         body = kept[prefix_end(kept, PINS[pin]) :]
         options["kept_units"] = len({turn.get(id(c), -1) for c in body} - {-1})
-        options["unit"] = "turn" if transcript.format == "anthropic" else "message"
+        options["unit"] = WINDOW_UNITS.get(transcript.format, "message")
     broken = [p for p in problems(kept, "openai") if p.rule == "tool_calls"]
     if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
         msg = (

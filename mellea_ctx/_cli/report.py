@@ -213,13 +213,14 @@ def stats_report(
     unit: str = "message",
     file_units: int | None = None,
     turns: Sequence[int] | None = None,
+    turn_unit: str = "turn",
 ) -> RenderableType:
     """Return the tables ``stats`` prints.
 
     ``problems`` maps a provider to its ``(where, problem)`` rows; the head
     counts ``file_units`` of the file's own ``unit`` (items, contents, turns),
-    and, on an Anthropic file, ``turns`` (each component's turn) lets the cuts
-    count turns as ``--window`` does.
+    and, on an Anthropic or Gemini file, ``turns`` (each component's turn or
+    content, named ``turn_unit``) lets the cuts count them as ``--window`` does.
     """
     items = ctx.as_list()
     counter = ctx.counter
@@ -322,8 +323,7 @@ def stats_report(
         verb = "drops" if strategy == "window" else "summarizes"
         where = f"{locations[p]} to {locations[k - 1]}" if k - p > 1 else locations[p]
         if turns is not None:
-            spanned = len(set(turns[p:k]))
-            amount = f"{spanned:,} turn{'' if spanned == 1 else 's'}"
+            amount = _plural(len(set(turns[p:k]) - {-1}), turn_unit)
         else:
             amount = f"{k - p:,} message{'' if k - p == 1 else 's'}"
         text = f"{verb} {amount} ({span_tokens:,} tokens): {where}"

@@ -25,7 +25,15 @@ from .options import (
 )
 from .report import stats_report
 from .terminal import stdout
-from .transcripts import build, file_problems, load, located, turn_of, window_components
+from .transcripts import (
+    WINDOW_UNITS,
+    build,
+    file_problems,
+    load,
+    located,
+    turn_of,
+    window_components,
+)
 
 __all__ = ["stats"]
 
@@ -86,7 +94,8 @@ def stats(
     pin_predicate = PINS[pin]
     backend = ExtractiveBackend()  # never called: only the spans are asked for
     size = window_components(transcript, window)
-    noun = "turns" if transcript.format == "anthropic" else "messages"  # what --window counts
+    grouped = WINDOW_UNITS.get(transcript.format)  # what --window counts, if not messages
+    noun = f"{grouped or 'message'}s"
     fits = f"{window:,} {noun}"
     strategies: list[tuple[str, str, Callable[[], tuple[int, int, str]]]] = [
         (
@@ -124,7 +133,8 @@ def stats(
             top=top,
             unit=unit,
             file_units=len(units(transcript.raw, transcript.format)),
-            turns=turn_of(transcript) if transcript.format == "anthropic" else None,
+            turns=turn_of(transcript) if grouped else None,
+            turn_unit=grouped or "turn",
         )
     )
 

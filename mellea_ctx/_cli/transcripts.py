@@ -29,6 +29,7 @@ from .options import FORMATS
 from .terminal import PROG, InputError
 
 __all__ = [
+    "WINDOW_UNITS",
     "build",
     "file_problems",
     "load",
@@ -183,18 +184,27 @@ def build(components: Sequence[Component]) -> ChatContext:
     return ctx
 
 
-def turn_of(transcript: _Transcript) -> list[int]:
-    """Each component's turn in an Anthropic file (-1: the system prompt); else its own index.
+#: The formats whose ``--window`` counts the file's own grouped unit (one turn or content may
+#: hold several messages: tool results, a call and its text); others count messages.
+WINDOW_UNITS: Final = {"anthropic": "turn", "gemini": "content"}
 
-    The reader gives every component of one turn that turn's label, so a new
-    label starts a new turn; the labels are compared, never parsed.
+#: The labels the readers give a system prompt, which belongs to no turn or content.
+_SYSTEM_LABELS: Final = frozenset({"system", "systemInstruction"})
+
+
+def turn_of(transcript: _Transcript) -> list[int]:
+    """Each component's turn (Anthropic) or content (Gemini), -1 for the system prompt.
+
+    Other formats: each component's own index. The reader gives every
+    component of one turn that turn's label, so a new label starts a new
+    turn; the labels are compared, never parsed.
     """
-    if transcript.format != "anthropic":
+    if transcript.format not in WINDOW_UNITS:
         return list(range(len(transcript.components)))
     out: list[int] = []
     turn, previous = -1, None
     for label in transcript.locations:
-        if label == "system":
+        if label in _SYSTEM_LABELS:
             out.append(-1)
             continue
         if label != previous:
@@ -205,9 +215,9 @@ def turn_of(transcript: _Transcript) -> list[int]:
 
 
 def window_components(transcript: _Transcript, window: int) -> int:
-    """``--window`` in components: an Anthropic file counts turns, which may hold several."""
+    """``--window`` in components: an Anthropic turn or a Gemini content may hold several."""
     turns = turn_of(transcript)
-    if transcript.format != "anthropic" or not turns:
+    if transcript.format not in WINDOW_UNITS or not turns:
         return window
     last = turns[-1]
     return sum(1 for turn in turns if turn > last - window)
