@@ -107,6 +107,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
     from ._formats.notes import LossyConversionWarning
     from ._formats.openai import from_openai, to_openai, validate_openai
+    from ._formats.problems import Problem, problems
     from ._formats.responses import from_responses, to_responses
     from ._formats.responses_rules import validate_responses
     from ._formats.serialize import (
@@ -293,6 +294,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "to_openai",
         "validate_openai",
     ),
+    "._formats.problems": (
+        "Problem",
+        "problems",
+    ),
     "._formats.responses": (
         "from_responses",
         "to_responses",
@@ -391,6 +396,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "Problem",
     "Provider",
     "RateLimitError",
     "ReactInitiator",
@@ -456,6 +462,7 @@ __all__ = [
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "problems",
     "react",
     "react_summary_prompt",
     "render_conversation",

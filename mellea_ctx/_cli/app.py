@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -29,7 +29,7 @@ from .compact import compact
 from .demo import demo
 from .options import CONTEXT
 from .stats import stats
-from .terminal import EXIT_FAILED, EXIT_OK, PROG
+from .terminal import EXIT_FAILED, EXIT_OK, PROG, Failure
 from .validate import validate
 
 __all__ = ["cli", "main"]
@@ -38,8 +38,9 @@ _MAIN_HELP = """\
 Keep LLM conversations inside their context window, without breaking tool calls.
 
 Conversations are OpenAI Chat Completions messages (a JSON array, or JSONL
-with one message a line) or Anthropic Messages turns; each command detects
-which, and writes back the same format.
+with one message a line), Anthropic Messages turns, OpenAI Responses items or
+Gemini contents; each command detects which, counts in the file's own unit,
+and writes back the same format.
 
 \b
 Examples:
@@ -54,7 +55,30 @@ unusable input (nothing is written then).
 """
 
 
-@click.group(help=_MAIN_HELP, context_settings=CONTEXT)
+class _Group(click.Group):
+    """The command group; an error no command foresaw is one line too, never a traceback.
+
+    Such an error is a bug: it says so, names the exception, and exits 1
+    (``MELLEA_CTX_DEBUG=1`` shows the traceback instead).
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise
+        except Exception as exc:
+            if os.environ.get("MELLEA_CTX_DEBUG"):
+                raise
+            detail = " ".join(str(exc).split())[:200]
+            msg = (
+                f"internal error ({type(exc).__name__}: {detail}); please report this "
+                "with the input (MELLEA_CTX_DEBUG=1 shows the traceback)"
+            )
+            raise Failure(msg) from exc
+
+
+@click.group(cls=_Group, help=_MAIN_HELP, context_settings=CONTEXT)
 @click.version_option(package_name="mellea-ctx", prog_name=PROG, message="%(prog)s %(version)s")
 def cli() -> None:
     pass

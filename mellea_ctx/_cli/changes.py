@@ -10,18 +10,27 @@ from __future__ import annotations
 
 import json
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-__all__ = ["Changes", "compare", "parse_output"]
+__all__ = ["UNITS", "Changes", "compare", "parse_output", "units"]
+
+#: Each transcript format's own unit: what its file is a list of.
+UNITS: Final = {
+    "json": "message",
+    "jsonl": "message",
+    "anthropic": "turn",
+    "responses": "item",
+    "gemini": "content",
+}
 
 
 @attrs.frozen
 class Changes:
     """The differences between an input document and an output document."""
 
-    unit: str  # "turn" (Anthropic) or "message" (OpenAI)
+    unit: str  # the format's own unit (:data:`UNITS`): "turn" for Anthropic, "item"...
     before: list[Any]
     after: list[Any]
     removed: list[int]  # input positions
@@ -47,11 +56,22 @@ class Changes:
         return ", ".join(f"{count} {role}" for role, count in sorted(counts.items()))
 
 
-def _units(document: Any) -> list[Any]:
-    if isinstance(document, dict):
-        messages = document.get("messages")
-        return list(messages) if isinstance(messages, list) else []
-    return list(document) if isinstance(document, list) else []
+def units(document: Any, fmt: str) -> list[Any]:
+    """The units of a document (a file's JSON value) in ``fmt``: what :data:`UNITS` names.
+
+    A bare array is its own list of units; a request body holds them under
+    ``messages`` (OpenAI, Anthropic), ``input`` (Responses: a list, or one
+    string, which is one user item) or ``contents`` (Gemini).
+    """
+    if isinstance(document, list):
+        return list(document)
+    if not isinstance(document, dict):
+        return []
+    key = {"responses": "input", "gemini": "contents"}.get(fmt, "messages")
+    held = document.get(key)
+    if isinstance(held, list):
+        return list(held)
+    return [held] if fmt == "responses" and isinstance(held, str) else []
 
 
 def _key(unit: Any) -> str:
@@ -77,7 +97,7 @@ def compare(before: Any, after: Any, fmt: str, fresh: frozenset[int] = frozenset
         >>> changes.removed, changes.equal
         ([0], False)
     """
-    old, new = _units(before), _units(after)
+    old, new = units(before, fmt), units(after, fmt)
     matcher = SequenceMatcher(None, [_key(u) for u in old], [_key(u) for u in new], autojunk=False)
     removed: list[int] = []
     added: list[int] = []
@@ -94,5 +114,4 @@ def compare(before: Any, after: Any, fmt: str, fresh: frozenset[int] = frozenset
             changed += [(i1 + k, targets[k]) for k in range(pairs)]
             removed += range(i1 + pairs, i2)
             added += targets[pairs:]
-    unit = "turn" if fmt == "anthropic" else "message"
-    return Changes(unit, old, new, removed, added, changed, before == after)
+    return Changes(UNITS.get(fmt, "message"), old, new, removed, added, changed, before == after)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any, Final, Literal
 
@@ -13,11 +12,12 @@ from .._compaction.records import CompactionRecord, CompactionWarning
 from .._compaction.summarize import LLMSummarizeCompactor
 from .._compaction.token_budget import TokenBudgetCompactor
 from .._compaction.window import WindowCompactor
-from .._core.exceptions import InvalidArgumentError, MelleaCtxError
+from .._core.boundaries import prefix_end, thinking_loop_start
+from .._core.exceptions import EmptySummaryError, InvalidArgumentError, MelleaCtxError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
 from .._formats.anthropic_write import turns as anthropic_turns
-from .._formats.openai import _problems
+from .._formats.problems import problems
 from .._formats.transcripts import _document
 from .changes import compare, parse_output
 from .options import (
@@ -31,7 +31,15 @@ from .options import (
 )
 from .report import compact_report
 from .terminal import Failure, InputError, progress, stderr
-from .transcripts import build, load, require_valid, write
+from .transcripts import (
+    WINDOW_UNITS,
+    build,
+    load,
+    require_valid,
+    turn_of,
+    window_components,
+    write,
+)
 
 __all__ = ["compact"]
 
@@ -58,9 +66,6 @@ def _backend(name: str, model: str | None, base_url: str | None) -> Backend:
 
 #: The summary's cap with --summarize when --summary-tokens is not given.
 DEFAULT_SUMMARY_TOKENS: Final = 4_096
-
-#: A component's location in an Anthropic file: the turn it came from.
-_TURN = re.compile(r"message (\d+)")
 
 #: The largest context windows in common use (GPT-4.1, Claude with its 1M option); a result
 #: above this fits no common model, so the command warns.
@@ -89,7 +94,7 @@ def _compactor(
     records: list[CompactionRecord],
 ) -> Compactor:
     if strategy == "window":
-        return WindowCompactor(size=options["window"], pin_predicate=pin)
+        return WindowCompactor(size=options["size"], pin_predicate=pin)
     summary_tokens = options["summary_tokens"]
     if strategy == "budget":
         return TokenBudgetCompactor(
@@ -114,8 +119,18 @@ def _compactor(
 
 
 def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int]:
-    """The output positions (messages, or Anthropic turns) written from new components."""
-    positions = set()
+    """The output positions (messages, or Anthropic turns) written from new components.
+
+    On an Anthropic file the writer's opening user turn, ``"(earlier
+    conversation)"`` (put before a history that now starts with the
+    assistant), is new too: it is an added turn, not a changed one.
+    """
+    positions: set[int] = set()
+    if fmt == "anthropic":
+        _, bare = anthropic_turns(kept, opener=False)
+        _, opened = anthropic_turns(kept, opener=True)
+        shift = len(opened) - len(bare)  # 1 when the writer added the opening turn
+        positions.update(range(shift))
     for index, component in enumerate(kept):
         if id(component) in original:
             continue
@@ -127,16 +142,27 @@ def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int
     return frozenset(positions)
 
 
-def _in_components(transcript: Any, window: int) -> int:
-    """``--window`` in components: an Anthropic file counts turns, which may hold several."""
-    if transcript.format != "anthropic":
-        return window
-    turns = [_TURN.match(label) for label in transcript.locations]
-    numbers = [int(found.group(1)) for found in turns if found is not None]
-    if len(numbers) != len(transcript.components):
-        return window  # labels we cannot read: count components, as for other files
-    last = numbers[-1] if numbers else 0
-    return sum(1 for number in numbers if number > last - window)
+def _widened(ctx: Any, compacted: Any, options: dict[str, Any], pin: PinPredicate) -> str | None:
+    """Why a window kept more than ``--window``: the thinking-loop rule, when it is the reason.
+
+    A window keeps the last ``size`` components, moved back to a safe cut. When the first
+    cut would fall inside a continuing tool loop that carries thinking, the cut moves to the
+    loop's thinking step (Anthropic refuses a loop whose kept part starts without it).
+    """
+    size = options.get("size")
+    if size is None or compacted is ctx:
+        return None
+    items = ctx.as_list()
+    loop = thinking_loop_start(items)
+    kept = len(compacted.as_list())
+    if loop is None or len(items) - size <= loop or kept <= size:
+        return None
+    units = options.get("kept_units", kept)
+    return (
+        f"window widened to {units:,} {options.get('unit', 'message')}s: the tool loop in "
+        "progress is kept from its thinking step (with extended thinking, Anthropic refuses "
+        "a continuing loop that does not start with its thinking block)"
+    )
 
 
 def _strategy(window: int | None, budget: int | None, summarize: bool) -> str:
@@ -157,7 +183,8 @@ _COMPACT_HELP = """\
 Compact a conversation with one strategy and write it in the format it was read in.
 
 \b
-  --window N        keep the pinned prefix and the last N messages (turns, for Anthropic)
+  --window N        keep the pinned prefix and the last N messages (turns for
+                    Anthropic, contents for Gemini)
   --budget TOKENS   past TOKENS, summarize older dialogue into one checkpoint,
                     keeping at least --keep-recent tokens of recent model steps
   --summarize       summarize everything but the last --keep messages
@@ -266,8 +293,9 @@ def compact(
     require_valid(transcript, source)
     ctx = build(transcript.components)
     records: list[CompactionRecord] = []
-    options = {
-        "window": window if window is None else _in_components(transcript, window),
+    options: dict[str, Any] = {
+        "window": window,
+        "size": window if window is None else window_components(transcript, window),
         "budget": budget,
         "keep_recent": keep_recent,
         "keep": keep,
@@ -275,6 +303,7 @@ def compact(
         "summary_tokens": summary_tokens,
     }
     compactor = _compactor(strategy, options, PINS[pin], summarizer, records)
+    reason: str | None = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CompactionWarning)
@@ -283,15 +312,28 @@ def compact(
             else:
                 with progress(stderr(), f"Summarizing with {summarizer!r}"):
                     compacted = compactor.compact(ctx)
+    except EmptySummaryError as exc:
+        if backend != "offline":
+            raise Failure(f"the summary failed, nothing was written: {exc}") from exc
+        # The offline summarizer keeps whole sentences; a span of short lines has none.
+        compacted, records = ctx, []
+        reason = (
+            "nothing to summarize: the offline summarizer keeps whole sentences, and what "
+            "it would replace has none worth keeping (the conversation is small)"
+        )
     except MelleaCtxError as exc:
         raise Failure(f"the summary failed, nothing was written: {exc}") from exc
     kept = compacted.as_list()
-    broken = _problems(kept)
+    if strategy == "window":
+        turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))
+        body = kept[prefix_end(kept, PINS[pin]) :]
+        options["kept_units"] = len({turn.get(id(c), -1) for c in body} - {-1})
+        options["unit"] = WINDOW_UNITS.get(transcript.format, "message")
+    broken = [p for p in problems(kept, "openai") if p.rule == "tool_calls"]
     if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
-        index, problem = broken[0]
         msg = (
             f"internal error: the compacted conversation breaks the tool-call rules "
-            f"(message {index}: {problem}); nothing was written. Please report this."
+            f"({broken[0]}); nothing was written. Please report this."
         )
         raise Failure(msg)
     data = _document(kept, transcript.format, transcript.envelope)
@@ -311,10 +353,22 @@ def compact(
             pin=PINS[pin],
             record=record,
             changes=changes,
+            reason=reason or _widened(ctx, compacted, options, PINS[pin]),
         )
     )
     where = output if output is not None and output != "-" else "stdout"
-    report.print(f"wrote {len(kept):,} messages to {where}", soft_wrap=True, highlight=False)
+    report.print(
+        f"wrote {changes.plural(len(changes.after))} to {where}", soft_wrap=True, highlight=False
+    )
+    if strategy == "budget" and budget is not None and compacted.token_count > budget:
+        report.print(
+            f"warning: the result is {compacted.token_count:,} tokens, over --budget "
+            f"{budget:,}: what is kept verbatim (the pinned prefix and the recent part, "
+            "in whole steps) does not fit; lower --keep-recent or --summary-tokens, or "
+            "use --pin none",
+            soft_wrap=True,
+            highlight=False,
+        )
     if compacted.token_count > LARGEST_COMMON_WINDOW:
         report.print(
             f"warning: the result is {compacted.token_count:,} tokens, more than the "

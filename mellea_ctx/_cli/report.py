@@ -21,6 +21,11 @@ from .changes import Changes
 __all__ = ["compact_report", "problems_table", "stats_report"]
 
 
+def _plural(count: int, unit: str) -> str:
+    """``"1 item"``, ``"1,200 messages"``."""
+    return f"{count:,} {unit}{'' if count == 1 else 's'}"
+
+
 def _encoding(ctx: ChatContext) -> str:
     encoding = getattr(getattr(ctx.counter, "encoding", None), "name", None)
     return str(encoding) if encoding else type(ctx.counter).__name__
@@ -56,8 +61,10 @@ def _note(
             return f"already within --window {options['window']}: nothing removed"
         kept = compacted.as_list()
         body = len(kept) - prefix_end(kept, pin)
-        if body > options["window"]:
-            return f"window widened to {body}: tool exchanges are kept whole"
+        if body > options["size"]:
+            units = options.get("kept_units", body)
+            unit = options.get("unit", "message")
+            return f"window widened to {units:,} {unit}s: tool exchanges are kept whole"
         return ""
     if record is None:
         return "already within the budget" if strategy == "budget" else "nothing to summarize"
@@ -73,11 +80,13 @@ def compact_report(
     pin: PinPredicate,
     record: CompactionRecord | None,
     changes: Changes,
+    reason: str | None = None,
 ) -> RenderableType:
     """Return the before/after table ``compact`` prints.
 
     The counts and the removed / added / changed rows come from ``changes``:
-    the output compared with the input, in the file's own unit.
+    the output compared with the input, in the file's own unit. ``reason``,
+    when given, is the note (why nothing was done, or why a window widened).
     """
     before, after = ctx.as_list(), compacted.as_list()
     kept = {id(component) for component in after}
@@ -131,7 +140,7 @@ def compact_report(
         details.add_row("details preserved", f"kept {unit} are unchanged; nothing is summarized")
     pairs = "intact" if any(c.tool_calls for c in before) else "no tool calls"
     details.add_row("tool pairs", pairs)
-    note = _note(ctx, compacted, strategy, options, pin, record)
+    note = reason or _note(ctx, compacted, strategy, options, pin, record)
     if changes.equal:
         note = f"{note}; the output equals the input" if note else "the output equals the input"
     if note:
@@ -162,11 +171,11 @@ def problems_table(
             f"{'' if len(located) == 1 else 's'}, {count:,} -> {repaired:,} {units}"
         )
     elif not located:
-        return Text(f"{source}: valid for {provider} ({count:,} {units})")
+        return Text(f"{source}: valid for {provider} ({_plural(count, unit)})")
     else:
         title = (
             f"{source}: {len(located):,} problem{'' if len(located) == 1 else 's'} "
-            f"for {provider} ({count:,} {units})"
+            f"for {provider} ({_plural(count, unit)})"
         )
     if not located and unchanged:
         return Text(f"{title}: the history was already valid; the output equals the input")
@@ -198,19 +207,37 @@ def stats_report(
     source: str,
     fmt: str,
     locations: Sequence[str],
-    problems: dict[str, list[tuple[int, str]]],
+    problems: dict[str, list[tuple[str, str]]],
     spans: Sequence[tuple[str, str, tuple[int, int, str]]],
     top: int,
+    unit: str = "message",
+    file_units: int | None = None,
+    turns: Sequence[int] | None = None,
+    turn_unit: str = "turn",
 ) -> RenderableType:
-    """Return the tables ``stats`` prints."""
+    """Return the tables ``stats`` prints.
+
+    ``problems`` maps a provider to its ``(where, problem)`` rows; the head
+    counts ``file_units`` of the file's own ``unit`` (items, contents, turns),
+    and, on an Anthropic or Gemini file, ``turns`` (each component's turn or
+    content, named ``turn_unit``) lets the cuts count them as ``--window`` does.
+    """
     items = ctx.as_list()
     counter = ctx.counter
     sizes = [count_memoized(counter, component) for component in items]
     total = ctx.token_count
-    shown = {"json": "OpenAI JSON", "jsonl": "OpenAI JSONL", "anthropic": "Anthropic Messages"}
+    shown = {
+        "json": "OpenAI JSON",
+        "jsonl": "OpenAI JSONL",
+        "anthropic": "Anthropic Messages",
+        "responses": "OpenAI Responses",
+        "gemini": "Gemini",
+    }
+    count = len(items) if file_units is None else file_units
+    plural = _plural(count, unit)
+    read = "" if count == len(items) else f" ({_plural(len(items), 'message')} as read)"
     head = Text(
-        f"{source} ({shown.get(fmt, fmt)})\n"
-        f"{len(items):,} messages, {total:,} tokens ({_encoding(ctx)})"
+        f"{source} ({shown.get(fmt, fmt)})\n{plural}{read}, {total:,} tokens ({_encoding(ctx)})"
     )
 
     roles = Table(title="tokens by role", title_justify="left")
@@ -252,7 +279,8 @@ def stats_report(
     if not tools:
         by_tool.add_row("(no tool calls)", "0", "0", "0", "0")
 
-    largest = Table(title=f"largest {min(top, len(items))} messages", title_justify="left")
+    shown_top = min(top, len(items))
+    largest = Table(title=f"largest {_plural(shown_top, 'message')}", title_justify="left")
     largest.add_column("where", no_wrap=True, min_width=10)
     largest.add_column("role", no_wrap=True, max_width=30)
     largest.add_column("tokens", justify="right", no_wrap=True, min_width=6)
@@ -275,9 +303,9 @@ def stats_report(
         if not found:
             validity.add_row(provider, "valid", "")
             continue
-        index, text = found[0]
+        where, text = found[0]
         status = f"{len(found):,} problem{'' if len(found) == 1 else 's'}"
-        validity.add_row(provider, status, f"{locations[index]}: {text}")
+        validity.add_row(provider, status, f"{where}: {text}")
 
     cuts = Table(title="where each strategy would cut", title_justify="left")
     for name, justify in (
@@ -294,7 +322,11 @@ def stats_report(
         span_tokens = sum(sizes[p:k])
         verb = "drops" if strategy == "window" else "summarizes"
         where = f"{locations[p]} to {locations[k - 1]}" if k - p > 1 else locations[p]
-        text = f"{verb} {k - p:,} messages ({span_tokens:,} tokens): {where}"
+        if turns is not None:
+            amount = _plural(len(set(turns[p:k]) - {-1}), turn_unit)
+        else:
+            amount = f"{k - p:,} message{'' if k - p == 1 else 's'}"
+        text = f"{verb} {amount} ({span_tokens:,} tokens): {where}"
         kept = f"{total - span_tokens:,}" + ("" if strategy == "window" else " + summary")
         cuts.add_row(strategy, setting, text, kept)
     return Group(head, roles, by_tool, largest, validity, cuts)

@@ -13,8 +13,7 @@ from .._compaction.token_budget import TokenBudgetCompactor
 from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
-from .._formats.openai import _problems
-from .._formats.wire_files import problems as wire_problems
+from .changes import UNITS, units
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -26,7 +25,15 @@ from .options import (
 )
 from .report import stats_report
 from .terminal import stdout
-from .transcripts import anthropic_problems, build, load
+from .transcripts import (
+    WINDOW_UNITS,
+    build,
+    file_problems,
+    load,
+    located,
+    turn_of,
+    window_components,
+)
 
 __all__ = ["stats"]
 
@@ -86,8 +93,16 @@ def stats(
     budget = budget or max(1, ctx.token_count // 2)
     pin_predicate = PINS[pin]
     backend = ExtractiveBackend()  # never called: only the spans are asked for
+    size = window_components(transcript, window)
+    grouped = WINDOW_UNITS.get(transcript.format)  # what --window counts, if not messages
+    noun = f"{grouped or 'message'}s"
+    fits = f"{window:,} {noun}"
     strategies: list[tuple[str, str, Callable[[], tuple[int, int, str]]]] = [
-        ("window", f"--window {window}", lambda: _window_span(ctx, window, pin_predicate)),
+        (
+            "window",
+            f"--window {window}",
+            lambda: _window_span(ctx, size, fits, pin_predicate),
+        ),
         (
             "budget",
             f"--budget {budget:,}",
@@ -99,12 +114,14 @@ def stats(
             lambda: _summarize_span(ctx, keep, pin_predicate, backend),
         ),
     ]
-    problems = {
-        "openai": _problems(transcript.components, transcript.locations.__getitem__),
-        "anthropic": anthropic_problems(transcript),
-    }
+    providers = ["openai", "anthropic"]
     if transcript.format == "responses" or transcript.format == "gemini":
-        problems[transcript.format] = wire_problems(transcript.components, transcript.format)
+        providers.append(transcript.format)
+    problems = {
+        provider: located(transcript, file_problems(transcript, provider))  # type: ignore[arg-type]
+        for provider in providers
+    }
+    unit = UNITS[transcript.format]
     stdout().print(
         stats_report(
             ctx,
@@ -114,15 +131,21 @@ def stats(
             problems=problems,
             spans=[(name, setting, span()) for name, setting, span in strategies],
             top=top,
+            unit=unit,
+            file_units=len(units(transcript.raw, transcript.format)),
+            turns=turn_of(transcript) if grouped else None,
+            turn_unit=grouped or "turn",
         )
     )
 
 
-def _window_span(ctx: ChatContext, size: int, pin: PinPredicate) -> tuple[int, int, str]:
+def _window_span(
+    ctx: ChatContext, size: int, window: str, pin: PinPredicate
+) -> tuple[int, int, str]:
     from .._core.boundaries import window_cut
 
     p, k = window_cut(ctx.as_list(), size, pin, loose=True)
-    return p, k, "" if k > p else f"the body already fits in {size:,} messages"
+    return p, k, "" if k > p else f"the body already fits in {window}"
 
 
 def _budget_span(

@@ -8,9 +8,10 @@ and a spinner shows on stderr while a model works.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import click
 from rich.console import Console
@@ -56,11 +57,34 @@ class Failure(InputError):
 PIPE_WIDTH: Final = 160
 
 
+class _Escaping:
+    """A text stream that writes what its encoding cannot hold as escapes, never failing.
+
+    A history may hold a lone surrogate (JSON's ``"\\ud800"`` escape reads as
+    one), which no UTF-8 stream can write: rich raised ``UnicodeEncodeError``
+    half-way through a report. Such a character is written ``\\ud800``.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(self._stream, "encoding", None) or "utf-8"
+            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _console(*, to_stderr: bool) -> Console:
-    console = Console(stderr=to_stderr, highlight=False)
+    file = _Escaping(sys.stderr if to_stderr else sys.stdout)
+    console = Console(file=file, highlight=False)  # type: ignore[arg-type]
     if console.is_terminal or os.environ.get("COLUMNS"):
         return console
-    return Console(stderr=to_stderr, highlight=False, width=PIPE_WIDTH)
+    return Console(file=file, highlight=False, width=PIPE_WIDTH)  # type: ignore[arg-type]
 
 
 def stderr() -> Console:

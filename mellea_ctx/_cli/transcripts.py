@@ -7,6 +7,9 @@ command cannot use raises ``InputError``.
 
 from __future__ import annotations
 
+import os
+import select
+import stat
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -18,20 +21,23 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
-from .._formats.content_rules import content_problems
 from .._formats.files import _atomic_write
-from .._formats.history import _scan_anthropic
-from .._formats.openai import _problems
+from .._formats.history import Provider
+from .._formats.problems import Problem, problems
 from .._formats.transcripts import _parse_any, _read_any, _Transcript
 from .options import FORMATS
 from .terminal import PROG, InputError
 
 __all__ = [
-    "anthropic_problems",
+    "WINDOW_UNITS",
     "build",
+    "file_problems",
     "load",
+    "located",
     "require_valid",
     "to_stdout",
+    "turn_of",
+    "window_components",
     "write",
 ]
 
@@ -46,6 +52,12 @@ def load(
     wanted = FORMATS[fmt] if fmt else None
     try:
         if file is None:
+            if _piped():
+                msg = (
+                    "input is piped in but no FILE is given; pass '-' to read stdin "
+                    f"(with no FILE, {_SAMPLE_NAME} is read)"
+                )
+                raise InputError(msg)
             text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
             transcript = _parse_any(text, _SAMPLE_NAME, wanted, ".json")
             if note is not None:
@@ -80,18 +92,66 @@ def load(
         raise InputError(message) from exc
 
 
-def _first_problem(problems: list[tuple[int, str]], transcript: _Transcript, source: str) -> str:
-    index, problem = problems[0]
-    more = len(problems) - 1
-    tail = f" ({more} more problem{'s' if more > 1 else ''} after this one)" if more else ""
-    return f"{source} {transcript.locations[index]}: {problem}{tail}"
+def _piped() -> bool:
+    """Whether stdin holds input: a non-empty file, or a pipe with data waiting.
+
+    An idle pipe (a runner's stdin nobody writes to), an empty closed one, a
+    terminal and ``/dev/null`` are not input.
+    """
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    if stream is None:
+        return False
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream (click's test runner)
+        if not getattr(stream, "seekable", lambda: False)():
+            return False
+        at = stream.tell()
+        waiting = bool(stream.read(1))
+        stream.seek(at)
+        return waiting
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if stat.S_ISREG(mode):
+        return os.fstat(fd).st_size > os.lseek(fd, 0, os.SEEK_CUR)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        # Readable is data or the end: one byte tells (an empty, closed pipe is no input;
+        # a byte read is lost, but the command then refuses the input anyway).
+        return bool(ready) and bool(os.read(fd, 1))
+    return False
+
+
+def file_problems(transcript: _Transcript, provider: Provider) -> list[Problem]:
+    """:func:`~mellea_ctx.problems` of the file's components, named by the file's own labels."""
+    return problems(transcript.components, provider, label=transcript.locations.__getitem__)
+
+
+def located(transcript: _Transcript, found: Sequence[Problem]) -> list[tuple[str, str]]:
+    """``(where in the file, problem)`` per problem.
+
+    OpenAI and Anthropic problems are located by the file's own labels
+    already; a Responses or Gemini problem names the written item or content
+    (``item 4 content[0]``), shown after the file position it came from.
+    """
+    rows = []
+    for problem in found:
+        if problem.rule in ("tool_calls", "content") or problem.index is None:
+            rows.append((problem.location, problem.message))
+        else:
+            rows.append((transcript.locations[problem.index], str(problem)))
+    return rows
 
 
 def require_valid(transcript: _Transcript, source: str) -> None:
     """Raise ``InputError`` naming the first way the input breaks the tool-call rules."""
-    problems = _problems(transcript.components, transcript.locations.__getitem__)
-    if problems:
-        raise InputError(_first_problem(problems, transcript, source))
+    broken = [p for p in file_problems(transcript, "openai") if p.rule == "tool_calls"]
+    if broken:
+        more = len(broken) - 1
+        tail = f" ({more} more problem{'s' if more > 1 else ''} after this one)" if more else ""
+        raise InputError(f"{source} {broken[0]}{tail}")
 
 
 def write(data: bytes, output: str | None) -> None:
@@ -124,8 +184,40 @@ def build(components: Sequence[Component]) -> ChatContext:
     return ctx
 
 
-def anthropic_problems(transcript: _Transcript) -> list[tuple[int, str]]:
-    """The Messages API's tool rules and content rules, by component index."""
-    items = transcript.components
-    problems = _scan_anthropic(items).problems + content_problems(items, "anthropic")
-    return sorted(problems, key=lambda p: p[0])
+#: The formats whose ``--window`` counts the file's own grouped unit (one turn or content may
+#: hold several messages: tool results, a call and its text); others count messages.
+WINDOW_UNITS: Final = {"anthropic": "turn", "gemini": "content"}
+
+#: The labels the readers give a system prompt, which belongs to no turn or content.
+_SYSTEM_LABELS: Final = frozenset({"system", "systemInstruction"})
+
+
+def turn_of(transcript: _Transcript) -> list[int]:
+    """Each component's turn (Anthropic) or content (Gemini), -1 for the system prompt.
+
+    Other formats: each component's own index. The reader gives every
+    component of one turn that turn's label, so a new label starts a new
+    turn; the labels are compared, never parsed.
+    """
+    if transcript.format not in WINDOW_UNITS:
+        return list(range(len(transcript.components)))
+    out: list[int] = []
+    turn, previous = -1, None
+    for label in transcript.locations:
+        if label in _SYSTEM_LABELS:
+            out.append(-1)
+            continue
+        if label != previous:
+            turn += 1
+        previous = label
+        out.append(turn)
+    return out
+
+
+def window_components(transcript: _Transcript, window: int) -> int:
+    """``--window`` in components: an Anthropic turn or a Gemini content may hold several."""
+    turns = turn_of(transcript)
+    if transcript.format not in WINDOW_UNITS or not turns:
+        return window
+    last = turns[-1]
+    return sum(1 for turn in turns if turn > last - window)

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .._formats.content_rules import content_problems
-from .._formats.history import Provider, repair_history
-from .._formats.openai import _problems
+from .._formats.history import Provider, repair_changes
 from .._formats.transcripts import _document
-from .._formats.wire_files import problems as wire_problems
-from .changes import compare, parse_output
+from .changes import UNITS, compare, parse_output
 from .options import CONTEXT, format_option
 from .report import problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
-from .transcripts import anthropic_problems, load, to_stdout, write
+from .transcripts import file_problems, load, located, to_stdout, write
 
 __all__ = ["validate"]
 
@@ -70,40 +67,28 @@ def validate(
     chosen: Provider = provider or (
         fmt_ if fmt_ in ("anthropic", "responses", "gemini") else "openai"
     )
-    items = transcript.components
-    if chosen == "openai":
-        problems = _problems(items, transcript.locations.__getitem__)
-        problems = sorted(problems + content_problems(items, "openai"), key=lambda p: p[0])
-    elif chosen == "anthropic":
-        problems = anthropic_problems(transcript)
-    else:
-        problems = wire_problems(items, chosen)
+    found = file_problems(transcript, chosen)
     report = stderr() if repair and to_stdout(output) else stdout()
-    located = [(transcript.locations[index], text) for index, text in problems]
-    unit = "turn" if transcript.format == "anthropic" else "message"
+    unit = UNITS[transcript.format]
     count = len(compare(transcript.raw, transcript.raw, transcript.format).before)
     if not repair:
-        report.print(problems_table(source, chosen, located, count, unit=unit))
-        if problems:
+        report.print(problems_table(source, chosen, located(transcript, found), count, unit=unit))
+        if found:
             raise click.exceptions.Exit(EXIT_FAILED)
         return
-    repaired, changes = repair_history(items, provider=chosen)
+    repaired, changes = repair_changes(transcript.components, chosen)
     data = _document(repaired, transcript.format, transcript.envelope)
     write(data, output)
     diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
-    located = []
-    for change in changes:
-        label, _, text = change.partition(": ")
-        index = int(label.split()[-1])
-        located.append((transcript.locations[index], text))
+    rows = [(transcript.locations[index], text) for index, text in changes]
     if not changes and not diff.equal:  # the writer alone changed something: say what
-        located = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
-        located += [(diff.label(i), "left out of the output") for i in diff.removed]
+        rows = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
+        rows += [(diff.label(i), "left out of the output") for i in diff.removed]
     report.print(
         problems_table(
             source,
             chosen,
-            located,
+            rows,
             count,
             repaired=len(diff.after),
             unit=unit,

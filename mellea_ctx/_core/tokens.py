@@ -9,6 +9,12 @@ method to use a provider's own tokenizer instead.
 Counts are memoized on the component itself, per counter: components are
 immutable, so a session encodes each message once however often its total is
 read. :func:`count_memoized` is that cached path.
+
+Encoding time is bounded: tiktoken's byte-pair merge is quadratic in the
+length of one pre-tokenized piece, so a run of :data:`LONGEST_PIECE` or more
+letters, spaces or punctuation marks (a 50 MB string without spaces) is
+counted in slices of that length (:func:`encoded_length`). Text without such a
+run, all ordinary prose, code and JSON, is counted exactly as before.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -42,16 +49,72 @@ if TYPE_CHECKING:
     import tiktoken
 
 __all__ = [
+    "LONGEST_PIECE",
     "REPLY_PRIMING_TOKENS",
     "TiktokenCounter",
     "TokenCounter",
     "count_memoized",
     "default_counter",
+    "encoded_length",
 ]
 
 #: Tokens OpenAI's chat format adds once per request to prime the reply.
 #: Not part of any component, so not part of ``ChatContext.token_count``.
 REPLY_PRIMING_TOKENS = 3
+
+
+#: Text longer than this is encoded in pieces of at most this many characters. tiktoken's
+#: byte-pair merge is quadratic in the length of one pre-tokenized piece (a 50 MB string
+#: of letters took minutes whole); a cut where the pre-tokenizer cuts anyway keeps the
+#: count exact, so only a stretch of ``LONGEST_PIECE // 2`` characters with no such place
+#: (one run of letters, spaces or marks) is cut where it falls, which may move the count
+#: by a token per cut: at most one in 4,096 characters, in text no writer produces.
+LONGEST_PIECE = 8_192
+
+#: A place where ``o200k_base``'s pre-tokenizer always ends a piece: after a letter or
+#: digit, before a space, an ASCII mark other than the apostrophe (which may open a
+#: contraction such as ``'s``) or a CJK mark. The piece holding a letter or digit cannot
+#: take in such a character, so counting each side apart gives the same total.
+_CUT = re.compile(
+    r"(?<=[^\W_])[\x00-\x26\x28-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f"
+    "\u3000-\u3029\u3030-\u303f\uff01-\uff0f\uff1a-\uff20]"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _cut_length(piece: str) -> int:
+    """A piece cut where it fell; a long run repeats them (``"a" * 50_000_000``)."""
+    return len(load_o200k_base().encode_ordinary(piece))
+
+
+def encoded_length(text: str) -> int:
+    """Return the ``o200k_base`` token count of ``text``, in time linear in its length.
+
+    Text longer than :data:`LONGEST_PIECE` is counted in pieces cut where the
+    tokenizer's own pre-tokenizer cuts, so the count is exact; only a stretch
+    of ``LONGEST_PIECE // 2`` characters without such a place is cut where it
+    falls (see :data:`LONGEST_PIECE` for the bound).
+
+    Examples:
+        >>> encoded_length("Hello there")
+        2
+        >>> prose = "Hello there, general Kenobi. " * 1_000
+        >>> encoded_length(prose) == TiktokenCounter().encoding.encode_ordinary(prose).__len__()
+        True
+    """
+    encode = load_o200k_base().encode_ordinary
+    if len(text) <= LONGEST_PIECE:
+        return len(encode(text)) if text else 0
+    total, at, end = 0, 0, len(text)
+    while end - at > LONGEST_PIECE:
+        found = _CUT.search(text, at + LONGEST_PIECE // 2, at + LONGEST_PIECE)
+        if found is not None:
+            total += len(encode(text[at : found.start()]))
+            at = found.start()
+        else:
+            total += _cut_length(text[at : at + LONGEST_PIECE])
+            at += LONGEST_PIECE
+    return total + len(encode(text[at:]))
 
 
 @runtime_checkable
@@ -147,24 +210,23 @@ class TiktokenCounter:
             >>> TiktokenCounter().count_text("Hello there")
             2
         """
-        return len(self.encoding.encode_ordinary(text)) if text else 0
+        return encoded_length(text)
 
     def count(self, component: Component) -> int:
         """Return the tokens ``component`` costs, framing included (not memoized)."""
-        encode = load_o200k_base().encode_ordinary
         # Each role name is a single o200k_base token.
         total = self.per_message + 1
         text = component.content
         if text:
-            total += len(encode(text))
+            total += encoded_length(text)
         name = component.name
         if name:
-            total += self.per_name + len(encode(name))
+            total += self.per_name + encoded_length(name)
         for call in component.tool_calls:
-            total += self.per_tool_call + len(encode(call.name)) + len(encode(call.arguments))
+            total += self.per_tool_call + encoded_length(call.name) + encoded_length(call.arguments)
         parts = component.parts
         if len(parts) > 1 or (parts and type(parts[0]) is not TextPart):
-            total += self._parts(parts, lambda text: len(encode(text)) if text else 0)
+            total += self._parts(parts, encoded_length)
         return total
 
     def _parts(self, parts: tuple[Part, ...], size: Callable[[str], int]) -> int:

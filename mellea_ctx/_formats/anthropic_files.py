@@ -25,6 +25,10 @@ _ANTHROPIC_BLOCKS: Final = frozenset(
 )
 
 
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
 def looks_anthropic(data: object) -> bool:
     """Return whether parsed JSON is an Anthropic transcript rather than OpenAI messages.
 
@@ -39,7 +43,7 @@ def looks_anthropic(data: object) -> bool:
             return False
         if "system" in data:
             return True
-        roles = {m.get("role") for m in messages if isinstance(m, dict)}
+        roles = {m.get("role") for m in messages if isinstance(m, dict) and _text(m.get("role"))}
         return bool(messages) and not roles & {"system", "tool", "developer"}
     if not isinstance(data, list):
         return False
@@ -49,7 +53,10 @@ def looks_anthropic(data: object) -> bool:
             continue
         if message.get("role") == "assistant" and content:
             return True
-        if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
+        if any(
+            isinstance(b, dict) and _text(b.get("type")) and b["type"] in _ANTHROPIC_BLOCKS
+            for b in content
+        ):
             return True
     return False
 

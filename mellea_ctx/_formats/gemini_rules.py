@@ -11,9 +11,8 @@ from typing import Any, Final
 
 from .._core.components import Component
 from .._core.reprs import short_repr
-from .gemini import to_gemini
 
-__all__ = ["validate_gemini"]
+__all__ = ["contents_problems", "validate_gemini"]
 
 #: The fields of a part that hold its data; a part holds exactly one.
 _DATA: Final = (
@@ -147,12 +146,27 @@ def validate_gemini(
     else:
         listed = list(contents)
         if any(isinstance(item, Component) for item in listed):
-            listed = to_gemini(listed)["contents"]
+            from .problems import problems  # the one entry point for components
+
+            return [str(problem) for problem in problems(listed, "gemini")]
+    return [line for _, line in contents_problems(listed)]
+
+
+def contents_problems(contents: Iterable[Any]) -> list[tuple[int | None, str]]:
+    """Return ``(content index, "content N: ...")`` per problem, in order.
+
+    The rules :func:`validate_gemini` documents, on the ``contents`` list;
+    each problem is tagged with its content as it is found, so no line is
+    parsed back. The index is ``None`` for a problem of the list as a whole.
+    """
+    listed = list(contents)
     if not listed:
-        return ["contents: there must be at least one content"]
+        return [(None, "contents: there must be at least one content")]
     problems: list[str] = []
+    owners: list[int] = []  # the content each line of ``problems`` is about
     previous: Mapping[str, Any] | None = None
     for index, content in enumerate(listed):
+        owners += [index - 1] * (len(problems) - len(owners))  # the previous content's lines
         where = f"content {index}"
         if not isinstance(content, Mapping):
             problems.append(f"{where}: {short_repr(content)} must be an object with 'parts'")
@@ -177,4 +191,5 @@ def validate_gemini(
             if reason is not None:
                 problems.append(f"{where}: {reason}")
         previous = content
-    return problems
+    owners += [len(listed) - 1] * (len(problems) - len(owners))
+    return list(zip(owners, problems, strict=True))

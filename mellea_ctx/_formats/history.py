@@ -21,9 +21,9 @@ import attrs
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from .._core.exceptions import InvalidArgumentError
-from .content_rules import content_problems, repair_content
+from .content_rules import repair_content
 
-__all__ = ["MISSING_RESULT", "Provider", "repair_history", "validate_anthropic"]
+__all__ = ["MISSING_RESULT", "Provider", "repair_changes", "repair_history", "validate_anthropic"]
 
 #: A provider whose history rules :func:`repair_history` knows.
 Provider = Literal["openai", "anthropic", "responses", "gemini"]
@@ -282,10 +282,9 @@ def validate_anthropic(components: Iterable[Component]) -> list[str]:
         >>> validate_anthropic([Message("assistant", "", tool_calls=[ToolCall("t1", "ls")])])
         ['message 0: the history starts with an assistant turn; the Messages API wants user']
     """
-    items = components if isinstance(components, Sequence) else list(components)
-    problems = _scan_anthropic(items).problems + content_problems(items, "anthropic")
-    problems.sort(key=lambda problem: problem[0])
-    return [f"{_label(index)}: {problem}" for index, problem in problems]
+    from .problems import problems  # the one entry point; it imports this module's rules
+
+    return [str(problem) for problem in problems(components, "anthropic")]
 
 
 def repair_history(
@@ -349,6 +348,14 @@ def repair_history(
         ["message 1: dropped the tool result for tool_call_id='call_0'",
          "message 2: added a placeholder result for tool call 'call_1' (ls)"]
     """
+    history, changes = repair_changes(components, provider)
+    return history, [f"{_label(index)}: {change}" for index, change in changes]
+
+
+def repair_changes(
+    components: Iterable[Component], provider: Provider
+) -> tuple[list[Component], list[tuple[int, str]]]:
+    """:func:`repair_history`, with each change as ``(input index, change)``, never parsed back."""
     if provider not in ("openai", "anthropic"):
         _scan([], provider)  # raises
     items, origin, content_changes = repair_content(list(components), provider)
@@ -367,4 +374,4 @@ def repair_history(
     out += plan.insert.get(-1, [])
     changes = content_changes + [(origin[index], change) for index, change in plan.changes]
     changes.sort(key=lambda change: change[0])
-    return out, [f"{_label(index)}: {change}" for index, change in changes]
+    return out, changes

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from .._core.components import Component
-from .content_rules import content_problems
 from .openai_read import OPENAI_ROLES, from_openai, parse_message
 from .openai_write import to_openai
 
@@ -135,7 +134,6 @@ def validate_openai(components: Iterable[Component]) -> list[str]:
         >>> validate_openai([ToolMessage("ok", tool_call_id="call_9")])  # doctest: +ELLIPSIS
         ["message 0: tool result for tool_call_id='call_9' answers no earlier tool call; ..."]
     """
-    items = components if isinstance(components, Sequence) else list(components)
-    problems = _problems(items) + content_problems(items, "openai")
-    problems.sort(key=lambda problem: problem[0])
-    return [f"{_message_label(index)}: {problem}" for index, problem in problems]
+    from .problems import problems  # the one entry point; it imports this module's rules
+
+    return [str(problem) for problem in problems(components, "openai")]

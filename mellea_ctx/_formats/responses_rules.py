@@ -12,9 +12,9 @@ from typing import Any, Final
 
 from .._core.components import Component
 from .._core.reprs import short_repr
-from .responses import CALLS, OUTPUTS, to_responses
+from .responses import CALLS, OUTPUTS
 
-__all__ = ["validate_responses"]
+__all__ = ["item_problems", "validate_responses"]
 
 #: Content part types each message role takes, and the field each one must hold as a string.
 _INPUT_PARTS: Final = {"input_text": "text", "input_image": None, "input_file": None}
@@ -210,12 +210,26 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
     """
     listed: list[Any] = list(items)
     if any(isinstance(item, Component) for item in listed):
-        listed = to_responses(listed)
+        from .problems import problems  # the one entry point for components
+
+        return [str(problem) for problem in problems(listed, "responses")]
+    return [line for _, line in item_problems(listed)]
+
+
+def item_problems(items: Iterable[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """Return ``(item index, "item N: ...")`` per problem, in item order.
+
+    The rules :func:`validate_responses` documents, on item dicts; each
+    problem is tagged with its item as it is found, so no line is parsed back.
+    """
+    listed: list[Any] = list(items)
     kinds = [_item_kind(item) for item in listed]
     problems: list[str] = []
+    owners: list[int] = []  # the item each line of ``problems`` is about
     calls: dict[str, tuple[int, str]] = {}  # call_id -> (item index, kind)
     answered: set[str] = set()
     for index, (item, kind) in enumerate(zip(listed, kinds, strict=True)):
+        owners += [index - 1] * (len(problems) - len(owners))  # the previous item's lines
         where = f"item {index}"
         problems += _shape(item, kind, where)
         if not isinstance(item, Mapping):
@@ -246,6 +260,7 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
                     f"{where}: reasoning item {short_repr(item.get('id'))} is not followed by the "
                     "output it preceded (an assistant message or a call); keep them together"
                 )
+    owners += [len(listed) - 1] * (len(problems) - len(owners))
     last_input = max(
         (
             i
@@ -260,4 +275,6 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
                 f"item {index}: {kind} call_id={call_id!r} has no {CALLS[kind]}; only a call "
                 "in the last model step may wait for its output"
             )
-    return sorted(problems, key=lambda line: int(line.split(":", 1)[0].split()[1]))
+            owners.append(index)
+    order = sorted(range(len(problems)), key=owners.__getitem__)  # stable: found order kept
+    return [(owners[at], problems[at]) for at in order]

@@ -10,16 +10,14 @@ around the compacted history, so the output is the input's format.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from .._core.components import Component
 from .._core.exceptions import InvalidContextError
 from . import gemini, responses
-from .gemini_rules import validate_gemini
-from .responses_rules import validate_responses
 
-__all__ = ["WireFormat", "detect", "parse", "problems", "wire_document"]
+__all__ = ["WireFormat", "detect", "parse", "wire_document"]
 
 WireFormat = Literal["responses", "gemini"]
 
@@ -39,7 +37,7 @@ def detect(data: object) -> WireFormat | None:
         return None
     if isinstance(data, list) and data:
         typed = [item for item in data if isinstance(item, Mapping) and "type" in item]
-        if typed and any(item["type"] in _ITEM_TYPES for item in typed):
+        if any(isinstance(item["type"], str) and item["type"] in _ITEM_TYPES for item in typed):
             return "responses"
         if all(isinstance(c, Mapping) and isinstance(c.get("parts"), list) for c in data):
             return "gemini"
@@ -75,6 +73,8 @@ def parse(
                 raise InvalidContextError(msg)
             system = body.get("systemInstruction") if body is not None else None
             components, starts = gemini._read(contents, system)
+            if system is not None:  # the system prompt is no content: it has no index
+                starts = [-1, *starts[1:]]
             labels = [f"content {s}" if s >= 0 else "systemInstruction" for s in starts]
     except InvalidContextError as exc:
         raise InvalidContextError(f"{source} {exc}") from exc
@@ -93,22 +93,3 @@ def wire_document(
         return written["contents"]
     rest = {k: v for k, v in body.items() if k not in ("contents", "systemInstruction")}
     return {**rest, **written}
-
-
-def problems(components: Sequence[Component], fmt: WireFormat) -> list[tuple[int, str]]:
-    """Return ``(component index, problem)`` for each way ``components`` break ``fmt``'s rules."""
-    if fmt == "responses":
-        owners: list[int] = []
-        for index, component in enumerate(components):
-            owners += [index] * len(responses.to_responses([component]))
-        lines = validate_responses(responses.to_responses(components))
-    else:
-        body, owners = gemini._write(components)
-        lines = validate_gemini(body) if body["contents"] else []
-    out = []
-    for line in lines:
-        label, _, text = line.partition(": ")
-        number = label.split()[1] if len(label.split()) > 1 else ""
-        index = owners[int(number)] if number.isdigit() and int(number) < len(owners) else 0
-        out.append((index, f"{label}: {text}"))
-    return out

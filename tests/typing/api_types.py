@@ -18,6 +18,7 @@ from mellea_ctx import (
     MemoryStore,
     Message,
     ModelOutputThunk,
+    Problem,
     RedisStore,
     ScriptedBackend,
     Session,
@@ -39,6 +40,7 @@ from mellea_ctx import (
     from_openai,
     load_anthropic,
     pin_system,
+    problems,
     repair_history,
     to_openai,
     validate_anthropic,
@@ -128,5 +130,9 @@ def check_history_rules(components: list[Component]) -> None:
     assert_type(validate_anthropic(components), list[str])
     assert_type(repair_history(components), tuple[list[Component], list[str]])
     assert_type(repair_history(components, provider="anthropic")[1], list[str])
+    found = problems(components, "gemini")
+    assert_type(found, list[Problem])
+    assert_type(found[0].index, int | None)
+    assert_type(found[0].location, str)
     assert_type(load_anthropic("chat.json"), list[Component])
     assert_type(dump_anthropic(components, "chat.json"), None)
