@@ -12,8 +12,10 @@ that we do not model is rebuilt, let alone lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from mellea_ctx import (
     Backend,
@@ -24,8 +26,10 @@ from mellea_ctx import (
     TokenCounter,
     default_counter,
 )
+from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
+from mellea_ctx._core.tools import Tool
 
-__all__ = ["acompact_pairs", "compact_pairs", "context_of"]
+__all__ = ["acompact_pairs", "compact_pairs", "context_of", "definitions_tokens", "overhead"]
 
 T = TypeVar("T")
 
@@ -36,6 +40,38 @@ def context_of(components: Sequence[Component], counter: TokenCounter | None) ->
     for component in components:
         ctx = ctx.add(component)
     return ctx
+
+
+def _unbound(**_: Any) -> Any:
+    msg = "a tool definition counted for its size is never run"
+    raise NotImplementedError(msg)
+
+
+def definitions_tokens(
+    definitions: Iterable[tuple[str, str, Mapping[str, Any] | None]],
+    framing: Framing = "openai",
+) -> int:
+    """What a request's tool definitions cost, each one ``(name, description, JSON schema)``.
+
+    The one count every adapter uses for the tools a framework sends with the
+    request (``request.tools``, ``data.agent.tools``, a pydantic-ai request's
+    tool definitions), framed as :func:`~mellea_ctx.count_tool_definitions` frames ours.
+    """
+    tools = [
+        Tool(name, description or "", json.dumps(schema or {}, default=str), _unbound)
+        for name, description, schema in definitions
+    ]
+    return count_tool_definitions(tools, framing)
+
+
+@contextmanager
+def overhead(tokens: int) -> Any:
+    """While inside, the budget compactors count ``tokens`` besides the history (tool schemas)."""
+    token = request_overhead.set(tokens)
+    try:
+        yield
+    finally:
+        request_overhead.reset(token)
 
 
 def _map_back(
@@ -69,6 +105,7 @@ def compact_pairs(
     backend: Backend | None = None,
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
+    tools_tokens: int = 0,
 ) -> list[T] | None:
     """Compact the components of ``pairs``; ``None`` when the compactor changed nothing.
 
@@ -81,12 +118,15 @@ def compact_pairs(
         prefix: Components the framework adds to every request outside the
             history (its system prompt): counted and pinned while compacting,
             left out of what comes back.
+        tools_tokens: What the request's tool definitions cost
+            (:func:`definitions_tokens`), counted by the budget compactors.
 
     Returns:
         The compacted history as framework objects, or ``None`` for no change.
     """
     ctx = context_of(_with_prefix(pairs, prefix), counter)
-    compacted = compactor.compact(ctx, backend=backend)
+    with overhead(tools_tokens):
+        compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
     return _map_back(_without_prefix(compacted, prefix), pairs, build)
@@ -100,14 +140,16 @@ async def acompact_pairs(
     backend: Backend | None = None,
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
+    tools_tokens: int = 0,
 ) -> list[T] | None:
     """Async form of :func:`compact_pairs`: awaits ``compactor.acompact`` when it has one."""
     ctx = context_of(_with_prefix(pairs, prefix), counter)
     acompact = getattr(compactor, "acompact", None)
-    if acompact is not None:
-        compacted = await acompact(ctx, backend=backend)
-    else:
-        compacted = compactor.compact(ctx, backend=backend)
+    with overhead(tools_tokens):
+        if acompact is not None:
+            compacted = await acompact(ctx, backend=backend)
+        else:
+            compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
     return _map_back(_without_prefix(compacted, prefix), pairs, build)
