@@ -23,8 +23,10 @@ from mellea_ctx import (
     Compactor,
     Component,
     InvalidContextError,
+    Provider,
     TokenCounter,
     default_counter,
+    repair_history,
 )
 from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
 from mellea_ctx._core.tools import Tool
@@ -36,7 +38,7 @@ T = TypeVar("T")
 
 def context_of(components: Sequence[Component], counter: TokenCounter | None) -> ChatContext:
     """A context holding ``components`` in order, counted with ``counter`` (the default if None)."""
-    ctx = ChatContext(counter=counter or default_counter())
+    ctx = ChatContext(counter=default_counter() if counter is None else counter)
     for component in components:
         ctx = ctx.add(component)
     return ctx
@@ -89,12 +91,19 @@ def _with_prefix(
     return [*prefix, *(component for component, _ in pairs)]
 
 
-def _without_prefix(compacted: ChatContext, prefix: Sequence[Component]) -> list[Component]:
+def _without_prefix(
+    compacted: ChatContext, prefix: Sequence[Component], repair: Provider | None = None
+) -> list[Component]:
     kept = compacted.as_list()
     if kept[: len(prefix)] != list(prefix):  # a pinned prefix always comes back first
         msg = "the compactor did not keep the agent's system prompt first; pin it (pin_system)"
         raise InvalidContextError(msg)
-    return kept[len(prefix) :]
+    if repair is None:
+        return kept[len(prefix) :]
+    # The framework sends what we hand back as it is: an orphan tool result already in
+    # its input (which no compactor creates) is dropped, as repair_history drops it.
+    repaired, _ = repair_history(kept, provider=repair)
+    return repaired[len(prefix) :]
 
 
 def compact_pairs(
@@ -106,6 +115,7 @@ def compact_pairs(
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
     tools_tokens: int = 0,
+    repair: Provider | None = None,
 ) -> list[T] | None:
     """Compact the components of ``pairs``; ``None`` when the compactor changed nothing.
 
@@ -120,6 +130,9 @@ def compact_pairs(
             left out of what comes back.
         tools_tokens: What the request's tool definitions cost
             (:func:`definitions_tokens`), counted by the budget compactors.
+        repair: A provider whose rules a compacted history is repaired to
+            (:func:`~mellea_ctx.repair_history`: orphan tool results dropped),
+            for a framework that sends our output unchecked.
 
     Returns:
         The compacted history as framework objects, or ``None`` for no change.
@@ -129,7 +142,7 @@ def compact_pairs(
         compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
-    return _map_back(_without_prefix(compacted, prefix), pairs, build)
+    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)
 
 
 async def acompact_pairs(
@@ -141,6 +154,7 @@ async def acompact_pairs(
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
     tools_tokens: int = 0,
+    repair: Provider | None = None,
 ) -> list[T] | None:
     """Async form of :func:`compact_pairs`: awaits ``compactor.acompact`` when it has one."""
     ctx = context_of(_with_prefix(pairs, prefix), counter)
@@ -152,4 +166,4 @@ async def acompact_pairs(
             compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
-    return _map_back(_without_prefix(compacted, prefix), pairs, build)
+    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)

@@ -25,9 +25,10 @@ back what it replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import attrs
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import (
     AIMessage,
@@ -41,9 +42,11 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from mellea_ctx import (
     Backend,
+    ClearedToolResult,
     Compactor,
     Component,
     InvalidArgumentError,
+    InvalidContextError,
     Message,
     ModelOutputThunk,
     TokenCounter,
@@ -51,6 +54,8 @@ from mellea_ctx import (
     Usage,
     component_from_record,
     component_to_record,
+    from_openai,
+    to_openai,
 )
 from mellea_ctx import ToolMessage as ToolResult
 from mellea_ctx._core.parts import (
@@ -66,7 +71,14 @@ from mellea_ctx._core.parts import (
 
 from ._runner import acompact_pairs, compact_pairs
 
-__all__ = ["CompactionMiddleware", "compact_messages", "from_langchain", "to_langchain"]
+__all__ = [
+    "CompactionMiddleware",
+    "MessagesCounter",
+    "compact_messages",
+    "from_langchain",
+    "to_langchain",
+    "token_counter",
+]
 
 #: The ``additional_kwargs`` key under which a component LangChain has no type for
 #: (a checkpoint, an agent goal) keeps its lossless record.
@@ -98,6 +110,14 @@ def _block_part(block: object) -> Part:
     if kind == "reasoning" and isinstance(block.get("reasoning"), str):
         keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
         return ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
+    if kind == "image_url" and isinstance(block.get("image_url"), dict):
+        # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
+        # summarizer sees the image (and its URL) as it sees any ImagePart.
+        try:
+            (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
+        except (InvalidArgumentError, InvalidContextError, ValueError):
+            return OpaquePart("langchain", block)
+        return part
     return OpaquePart("langchain", block)
 
 
@@ -120,8 +140,7 @@ def _block_of(part: Part) -> object:
     if isinstance(part, RedactedThinkingPart):
         return {"type": "redacted_thinking", "data": part.data, **extra}
     if isinstance(part, ImagePart):
-        url = part.url if part.url is not None else part.data_uri
-        return {"type": "image_url", "image_url": {"url": url}, **extra}
+        return to_openai([Message("user", [part])])[0]["content"][0]
     if isinstance(part, RefusalPart):
         return {"type": "refusal", "refusal": part.text, **extra}
     return {"type": "text", "text": ""}  # documents and audio have no LangChain block here
@@ -155,10 +174,57 @@ def _extra(message: BaseMessage, index: int) -> dict[str, Any]:
     return extra
 
 
+#: What LangChain's ``ContextEditingMiddleware`` writes in a cleared ``ToolMessage``'s
+#: ``response_metadata``; ours writes the same, so code that looks for it finds ours.
+CLEARED_MARK = {"cleared": True, "strategy": "clear_tool_uses"}
+
+
+def _cleared_from(message: ToolMessage, record: dict[str, Any], index: int) -> Component:
+    original = component_from_record(record["original"])
+    if not isinstance(original, ToolResult):
+        raise _fail(index, "a cleared tool result's record holds no tool result", "restore it")
+    cleared = ClearedToolResult(
+        message.content if isinstance(message.content, str) else json.dumps(message.content),
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        is_error=message.status == "error",
+        original=original,
+        removed_tokens=int(record.get("removed_tokens", 0)),
+    )
+    return attrs.evolve(cleared, extra=_extra(message, index))
+
+
+def _to_cleared(component: ClearedToolResult) -> ToolMessage:
+    """The cleared result as LangChain's context editing writes one, plus its record."""
+    base = thaw_json(component.extra) or thaw_json(component.original.extra)
+    base.pop("artifact", None)
+    kwargs = dict(base.pop("additional_kwargs", None) or {})
+    kwargs[RECORD_KEY] = {
+        "kind": "cleared",
+        "original": component_to_record(component.original),
+        "removed_tokens": component.removed_tokens,
+    }
+    metadata = {**(base.pop("response_metadata", None) or {}), "context_editing": CLEARED_MARK}
+    status = "error" if component.is_error else "success"
+    return ToolMessage(
+        component.content,
+        tool_call_id=component.tool_call_id,
+        name=component.name,
+        status=status,
+        additional_kwargs=kwargs,
+        response_metadata=metadata,
+        **base,
+    )
+
+
 def _from_one(message: BaseMessage, index: int) -> Component:
     kwargs = message.additional_kwargs
-    if isinstance(kwargs, dict) and isinstance(kwargs.get(RECORD_KEY), dict):
-        return component_from_record(kwargs[RECORD_KEY])
+    record = kwargs.get(RECORD_KEY) if isinstance(kwargs, dict) else None
+    if isinstance(record, dict) and record.get("kind") == "cleared":
+        if isinstance(message, ToolMessage):
+            return _cleared_from(message, record, index)
+    elif isinstance(record, dict):
+        return component_from_record(record)
     content, structured = _content(message)
     extra = _extra(message, index)
     if isinstance(message, SystemMessage):
@@ -225,6 +291,8 @@ def from_langchain(messages: Iterable[BaseMessage]) -> list[Component]:
 
 
 def _to_one(component: Component) -> BaseMessage:
+    if isinstance(component, ClearedToolResult):
+        return _to_cleared(component)
     extra = thaw_json(component.extra)
     content = _content_of(component)
     name = component.name
@@ -266,6 +334,53 @@ def to_langchain(components: Iterable[Component]) -> list[BaseMessage]:
     return [_to_one(component) for component in components]
 
 
+@attrs.define(frozen=True, slots=True)
+class MessagesCounter:
+    """One of LangChain's token counters (a function over message lists) as our ``TokenCounter``.
+
+    Each component is counted as the one LangChain message it is.
+    """
+
+    count_messages: Callable[[list[BaseMessage]], int]
+
+    def count(self, component: Component) -> int:
+        """Return the tokens LangChain's counter gives ``component`` as one message."""
+        return int(self.count_messages([_to_one(component)]))
+
+
+def token_counter(counter: object) -> TokenCounter | None:
+    """Our counter for ``counter``: ours, or any token counter LangChain takes.
+
+    Accepts ``None`` (our default), one of our ``TokenCounter``s, ``"approximate"``
+    (LangChain's ``count_tokens_approximately``), a chat model (its
+    ``get_num_tokens_from_messages``) or a function over message lists.
+
+    Raises:
+        InvalidArgumentError: For anything else (``{}``, ``"exact"``, ...).
+    """
+    if counter is None:
+        return None
+    if isinstance(counter, str):
+        if counter == "approximate":
+            from langchain_core.messages.utils import count_tokens_approximately
+
+            return MessagesCounter(count_tokens_approximately)
+    elif not isinstance(counter, list | tuple | dict | bytes):
+        if callable(getattr(counter, "count", None)):
+            return counter  # type: ignore[return-value]
+        by_model = getattr(counter, "get_num_tokens_from_messages", None)
+        if callable(by_model):
+            return MessagesCounter(by_model)
+        if callable(counter):
+            return MessagesCounter(counter)
+    msg = (
+        f"counter={counter!r} is not a token counter; pass None (the default o200k_base "
+        "counter), one of mellea_ctx's counters, 'approximate', a chat model, or a function "
+        "from a list of messages to a token count"
+    )
+    raise InvalidArgumentError(msg)
+
+
 def _pairs(messages: Sequence[BaseMessage]) -> list[tuple[Component, BaseMessage]]:
     return list(zip(from_langchain(messages), messages, strict=True))
 
@@ -275,12 +390,15 @@ def compact_messages(
     compactor: Compactor,
     *,
     backend: Backend | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | Any = None,
 ) -> list[BaseMessage]:
     """Compact LangChain messages with any compactor: where you would call ``trim_messages``.
 
     Returns a new list; ``messages`` is not modified. Kept messages are the
-    very same objects; a tool call and its results are kept or dropped together.
+    very same objects; a tool call and its results are kept or dropped together,
+    and after a compaction no tool message that answers no call is left (one
+    already orphaned in ``messages`` is dropped). ``counter`` is ours or any
+    token counter LangChain takes (see :func:`token_counter`).
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -289,7 +407,14 @@ def compact_messages(
         >>> [m.content for m in compact_messages(history, WindowCompactor(size=1))]
         ['c']
     """
-    out = compact_pairs(_pairs(messages), compactor, _to_one, backend=backend, counter=counter)
+    out = compact_pairs(
+        _pairs(messages),
+        compactor,
+        _to_one,
+        backend=backend,
+        counter=token_counter(counter),
+        repair="openai",
+    )
     return list(messages) if out is None else out
 
 
@@ -300,7 +425,8 @@ class CompactionMiddleware(AgentMiddleware):
         compactor: Any of our compactors (``TokenBudgetCompactor``,
             ``ThresholdCompactor(LLMSummarizeCompactor(...))``, ``WindowCompactor``, ...).
         backend: The backend a summarizing compactor calls (``OpenAIBackend``, ...).
-        counter: The token counter (the default ``o200k_base`` one if ``None``).
+        counter: The token counter: ours (the default ``o200k_base`` one if
+            ``None``) or any LangChain takes (see :func:`token_counter`).
         system_prompt: The ``system_prompt`` you gave ``create_agent``, if any.
             The agent adds it to every request outside its messages, so the
             middleware cannot see it; given here, it is counted against the
@@ -318,7 +444,7 @@ class CompactionMiddleware(AgentMiddleware):
         compactor: Compactor,
         *,
         backend: Backend | None = None,
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | Any = None,
         system_prompt: str | None = None,
     ) -> None:
         super().__init__()
@@ -330,7 +456,7 @@ class CompactionMiddleware(AgentMiddleware):
             raise InvalidArgumentError(msg)
         self.compactor = compactor
         self.backend = backend
-        self.counter = counter
+        self.counter = token_counter(counter)
         self.prefix = (Message("system", system_prompt),) if system_prompt else ()
 
     def _update(self, out: list[BaseMessage] | None) -> dict[str, Any] | None:
@@ -349,6 +475,7 @@ class CompactionMiddleware(AgentMiddleware):
                 backend=self.backend,
                 counter=self.counter,
                 prefix=self.prefix,
+                repair="openai",
             )
         )
 
@@ -362,5 +489,6 @@ class CompactionMiddleware(AgentMiddleware):
             backend=self.backend,
             counter=self.counter,
             prefix=self.prefix,
+            repair="openai",
         )
         return self._update(out)
