@@ -69,7 +69,7 @@ from mellea_ctx._core.parts import (
     thaw_json,
 )
 
-from ._runner import acompact_pairs, compact_pairs
+from ._runner import acompact_pairs, compact_pairs, definitions_tokens
 
 __all__ = [
     "CompactionMiddleware",
@@ -78,6 +78,7 @@ __all__ = [
     "from_langchain",
     "to_langchain",
     "token_counter",
+    "tools_tokens",
 ]
 
 #: The ``additional_kwargs`` key under which a component LangChain has no type for
@@ -381,6 +382,26 @@ def token_counter(counter: object) -> TokenCounter | None:
     raise InvalidArgumentError(msg)
 
 
+def tools_tokens(tools: Sequence[Any]) -> int:
+    """What the schemas of ``tools`` add to each request, read as LangChain binds them.
+
+    Examples:
+        >>> tools_tokens([]) == 0
+        True
+    """
+    if not tools:
+        return 0
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    definitions = []
+    for item in tools:
+        function = convert_to_openai_tool(item).get("function", {})
+        definitions.append(
+            (function.get("name", ""), function.get("description", ""), function.get("parameters"))
+        )
+    return definitions_tokens(definitions)
+
+
 def _pairs(messages: Sequence[BaseMessage]) -> list[tuple[Component, BaseMessage]]:
     return list(zip(from_langchain(messages), messages, strict=True))
 
@@ -430,7 +451,10 @@ class CompactionMiddleware(AgentMiddleware):
         system_prompt: The ``system_prompt`` you gave ``create_agent``, if any.
             The agent adds it to every request outside its messages, so the
             middleware cannot see it; given here, it is counted against the
-            budget (and pinned) while compacting. Tool schemas are not counted.
+            budget (and pinned) while compacting.
+        tools: The ``tools`` you gave ``create_agent``, if any (LangChain
+            tools, functions or OpenAI tool dicts): their schemas travel with
+            every request, outside the messages, and count against the budget.
 
     Examples:
         >>> from mellea_ctx import WindowCompactor
@@ -446,6 +470,7 @@ class CompactionMiddleware(AgentMiddleware):
         backend: Backend | None = None,
         counter: TokenCounter | Any = None,
         system_prompt: str | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         super().__init__()
         if not callable(getattr(compactor, "compact", None)):
@@ -458,6 +483,7 @@ class CompactionMiddleware(AgentMiddleware):
         self.backend = backend
         self.counter = token_counter(counter)
         self.prefix = (Message("system", system_prompt),) if system_prompt else ()
+        self.tools_tokens = tools_tokens(tools)
 
     def _update(self, out: list[BaseMessage] | None) -> dict[str, Any] | None:
         if out is None:
@@ -475,6 +501,7 @@ class CompactionMiddleware(AgentMiddleware):
                 backend=self.backend,
                 counter=self.counter,
                 prefix=self.prefix,
+                tools_tokens=self.tools_tokens,
                 repair="openai",
             )
         )
@@ -489,6 +516,7 @@ class CompactionMiddleware(AgentMiddleware):
             backend=self.backend,
             counter=self.counter,
             prefix=self.prefix,
+            tools_tokens=self.tools_tokens,
             repair="openai",
         )
         return self._update(out)

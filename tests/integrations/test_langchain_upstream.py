@@ -51,6 +51,7 @@ from mellea_ctx.integrations.langchain import (
     from_langchain,
     to_langchain,
     token_counter,
+    tools_tokens,
 )
 
 
@@ -329,6 +330,46 @@ class TestCounters:
         agent.invoke({"messages": [HumanMessage("Read src/.")]}, {"recursion_limit": 60})
         for request in model.seen[1:]:
             assert count_tokens_approximately(request) <= 900 + 10 * len(request)
+
+
+@tool
+def search(query: str, region: str, language: str, page: int, safe: bool, since: str) -> str:
+    """Search the company's knowledge base across every region and language, page by page.
+
+    Use it for policies, product sheets, pricing, contracts and the support history; it
+    ranks documents by how well they match the query and how recent they are.
+
+    Args:
+        query: What to look for, in the user's own words, as they would type it.
+        region: The sales region whose documents come first (emea, amer, apac).
+        language: The language of the answer, as an ISO 639-1 code such as en or de.
+        page: Which page of results to return, starting at one.
+        safe: Whether to leave out documents marked confidential or internal only.
+        since: Only documents changed on or after this date (YYYY-MM-DD).
+    """
+    return ""
+
+
+class TestToolSchemas:
+    """The tool schemas the agent sends count against the budget (``request.tools``)."""
+
+    def test_tool_schemas_count(self) -> None:
+        """Every request, tool schemas included, fits the budget."""
+        budget = 1_500
+        overhead = tools_tokens([read, search])
+        assert overhead > 150
+        model = recording(calls(16))
+        compactor = TokenBudgetCompactor(
+            max_tokens=budget, keep_recent_tokens=300, boundary="model_step"
+        )
+        backend, _ = summarizer("Read many files.")
+        middleware = CompactionMiddleware(compactor, backend=backend, tools=[read, search])
+        agent = create_agent(model, tools=[read, search], middleware=[middleware])
+        agent.invoke({"messages": [HumanMessage("Read src/.")]}, {"recursion_limit": 80})
+        counter = default_counter()
+        sizes = [sum(counter.count(c) for c in from_langchain(r)) for r in model.seen]
+        assert all(size + overhead <= budget for size in sizes)
+        assert max(sizes) + overhead > budget - 150  # it ran close to the budget
 
 
 class TestLikeTrimMessages:
