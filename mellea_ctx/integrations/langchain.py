@@ -25,7 +25,7 @@ back what it replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -42,13 +42,20 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from mellea_ctx import (
     Backend,
+    BackendConnectionError,
+    BackendError,
+    BackendTimeoutError,
     ClearedToolResult,
     Compactor,
     Component,
     InvalidArgumentError,
     InvalidContextError,
+    MalformedResponseError,
     Message,
     ModelOutputThunk,
+    RateLimitError,
+    RequestRejectedError,
+    ServerError,
     TokenCounter,
     ToolCall,
     Usage,
@@ -57,6 +64,7 @@ from mellea_ctx import (
     from_openai,
     to_openai,
 )
+from mellea_ctx import ContextOverflowError as WindowOverflow
 from mellea_ctx import ToolMessage as ToolResult
 from mellea_ctx._core.parts import (
     ImagePart,
@@ -68,10 +76,12 @@ from mellea_ctx._core.parts import (
     ThinkingPart,
     thaw_json,
 )
+from mellea_ctx._core.tools import Tool
 
 from ._runner import acompact_pairs, compact_pairs, definitions_tokens
 
 __all__ = [
+    "ChatModelBackend",
     "CompactionMiddleware",
     "MessagesCounter",
     "compact_messages",
@@ -437,6 +447,111 @@ def compact_messages(
         repair="openai",
     )
     return list(messages) if out is None else out
+
+
+def _mapped(exc: Exception) -> BackendError | None:
+    """Our error for one of langchain-core's model errors (``None`` for anything else)."""
+    from langchain_core import exceptions as lc
+
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, lc.ContextOverflowError):
+        return WindowOverflow(text)
+    if isinstance(exc, lc.ModelRateLimitError):
+        return RateLimitError(text)
+    if isinstance(exc, lc.ModelTimeoutError):
+        return BackendTimeoutError(text)
+    if isinstance(exc, lc.ModelConnectionError):
+        return BackendConnectionError(text)
+    if isinstance(
+        exc,
+        lc.ModelInvalidRequestError
+        | lc.ModelAuthenticationError
+        | lc.ModelPermissionDeniedError
+        | lc.ModelNotFoundError,
+    ):
+        return RequestRejectedError(text)
+    if isinstance(exc, lc.ModelAPIError):
+        return ServerError(text)
+    return None
+
+
+class ChatModelBackend:
+    """A LangChain chat model as our ``Backend``: the agent's own model can write the summaries.
+
+    Its calls run through LangChain (``ainvoke``), so inside an agent run they
+    are child runs that LangChain callbacks and LangSmith see. langchain-core's
+    model errors are mapped to ours at the call (its ``ContextOverflowError``
+    to ours, so an overflowing summary is made again in a smaller window).
+
+    Args:
+        model: A chat model, or a ``"provider:model"`` string for LangChain's
+            ``init_chat_model``.
+        context_window: The model's input window in tokens; by default its
+            profile's ``max_input_tokens`` when it publishes one.
+
+    Raises:
+        InvalidArgumentError: For a ``model`` that is neither.
+
+    Examples:
+        >>> import asyncio
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from mellea_ctx import Message
+        >>> backend = ChatModelBackend(GenericFakeChatModel(messages=iter([AIMessage("Hi.")])))
+        >>> asyncio.run(backend.generate([Message("user", "hello")])).value
+        'Hi.'
+    """
+
+    def __init__(self, model: Any, *, context_window: int | None = None) -> None:
+        if isinstance(model, str):
+            from langchain.chat_models import init_chat_model
+
+            model = init_chat_model(model)
+        if not callable(getattr(model, "ainvoke", None)):
+            msg = (
+                f"ChatModelBackend: model={model!r} is not a LangChain chat model; pass one "
+                "(ChatOpenAI(...), the model you gave create_agent) or 'provider:model'"
+            )
+            raise InvalidArgumentError(msg)
+        self.model = model
+        if context_window is None:
+            profile = getattr(model, "profile", None)
+            window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+            context_window = window if isinstance(window, int) else None
+        self.context_window = context_window
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Return the chat model's answer to ``messages`` (``model_options`` are the model's own).
+
+        Raises:
+            BackendError: The mapped form of langchain-core's model errors.
+        """
+        request = to_langchain(messages)
+        model = self.model
+        if tools:
+            model = model.bind_tools([t.to_openai() for t in tools])
+        try:
+            reply = await model.ainvoke(request)
+        except Exception as exc:
+            mapped = _mapped(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        if not isinstance(reply, AIMessage):
+            msg = f"ChatModelBackend: the model answered {type(reply).__name__}, not an AIMessage"
+            raise MalformedResponseError(msg)
+        output = from_langchain([reply])[0]
+        assert isinstance(output, ModelOutputThunk)
+        return output
+
+    def __repr__(self) -> str:
+        return f"ChatModelBackend({type(self.model).__name__})"
 
 
 class CompactionMiddleware(AgentMiddleware):

@@ -45,6 +45,7 @@ from mellea_ctx import (
 )
 from mellea_ctx.integrations.langchain import (
     CLEARED_MARK,
+    ChatModelBackend,
     CompactionMiddleware,
     MessagesCounter,
     compact_messages,
@@ -408,3 +409,66 @@ class TestLikeTrimMessages:
         agent = create_agent(model, middleware=[middleware])
         asyncio.run(agent.ainvoke({"messages": [*old_dialogue(8), HumanMessage("now?")]}))
         assert isinstance(from_langchain(model.seen[0])[0], Checkpoint)
+
+
+class SummarizingModel(GenericFakeChatModel):
+    """A fake chat model that writes summaries, overflowing past ``limit`` characters."""
+
+    limit: int = 10**9
+    prompts: list[str] = []
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.exceptions import ContextOverflowError as LangChainOverflow
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        text = "\n".join(str(m.content) for m in messages)
+        self.prompts.append(text)
+        if len(text) > self.limit:
+            raise LangChainOverflow(f"prompt is too long: {len(text)} characters")
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("Earlier: questions."))])
+
+
+class TestChatModelAsSummarizer:
+    """A LangChain chat model (the agent's own, say) writes the summaries."""
+
+    def test_callbacks_see_the_summary_call(self) -> None:
+        """The summary request is a LangChain run: the agent's callbacks see it."""
+        from langchain_core.callbacks import BaseCallbackHandler
+
+        class Seen(BaseCallbackHandler):
+            def __init__(self) -> None:
+                self.starts: list[str] = []
+
+            def on_chat_model_start(self, serialized: Any, messages: Any, **kw: Any) -> None:
+                self.starts.append(str(messages[0][-1].content)[:40])
+
+        summarizer_model = SummarizingModel(messages=iter([]))
+        summarizer_model.prompts = []
+        seen = Seen()
+        model = recording(answers("ok"))
+        backend = ChatModelBackend(summarizer_model)
+        middleware = CompactionMiddleware(LLMSummarizeCompactor(keep_n=2), backend=backend)
+        agent = create_agent(model, middleware=[middleware])
+        history = [*old_dialogue(8), HumanMessage("now?")]
+        asyncio.run(agent.ainvoke({"messages": history}, {"callbacks": [seen]}))
+        assert 1 == len(summarizer_model.prompts)
+        assert 2 == len(seen.starts)  # the summary, then the agent's own call
+        assert isinstance(from_langchain(model.seen[0])[0], Checkpoint)
+
+    def test_langchains_overflow_leads_to_a_smaller_request(self) -> None:
+        """langchain-core's ``ContextOverflowError`` is ours: the summary is made in chunks."""
+        summarizer_model = SummarizingModel(messages=iter([]), limit=2_000)
+        summarizer_model.prompts = []
+        model = recording(answers("ok"))
+        backend = ChatModelBackend(summarizer_model)
+        middleware = CompactionMiddleware(LLMSummarizeCompactor(keep_n=2), backend=backend)
+        create_agent(model, middleware=[middleware]).invoke(
+            {"messages": [*old_dialogue(12), HumanMessage("now?")]}
+        )
+        assert len(summarizer_model.prompts) > 2
+        assert isinstance(from_langchain(model.seen[0])[0], Checkpoint)
+
+    def test_a_non_model_is_refused(self) -> None:
+        """Anything without ``ainvoke`` is refused, naming the fix."""
+        with pytest.raises(InvalidArgumentError, match="not a LangChain chat model"):
+            ChatModelBackend(object())
