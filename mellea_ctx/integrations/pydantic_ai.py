@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from pydantic_ai import RunContext
@@ -60,7 +60,7 @@ from mellea_ctx._core.parts import OpaquePart, Part, TextPart, ThinkingPart
 
 from ._runner import context_of, definitions_tokens, overhead
 
-__all__ = ["history_processor"]
+__all__ = ["ModelBackend", "history_processor"]
 
 #: The ``TextContent.metadata`` key under which a checkpoint keeps its record (and the
 #: ``ModelRequest.metadata`` key of histories saved before that, still read).
@@ -204,6 +204,100 @@ def _rebuild(
             others = [p for p in message.parts if _request_part(p) is None]
             out.append(dataclasses.replace(message, parts=[*others, *parts]))
     return out
+
+
+def _request_parts(component: Component) -> list[Any]:
+    if isinstance(component, ToolMessage):
+        return [
+            pai.ToolReturnPart(
+                component.name or "tool", component.content, tool_call_id=component.tool_call_id
+            )
+        ]
+    if component.role in ("system", "developer"):
+        return [pai.SystemPromptPart(component.content)]
+    return [pai.UserPromptPart(component.content)]
+
+
+def to_pydantic_ai(components: Sequence[Component]) -> list[pai.ModelMessage]:
+    """Components as pydantic-ai messages, for a request (text, tool calls and returns).
+
+    Consecutive request parts share one ``ModelRequest``; each assistant output
+    is a ``ModelResponse`` with its text and tool calls.
+    """
+    out: list[pai.ModelMessage] = []
+    for component in components:
+        if component.role == "assistant":
+            parts: list[Any] = [pai.TextPart(component.content)] if component.content else []
+            parts += [
+                pai.ToolCallPart(call.name, call.arguments, tool_call_id=call.id)
+                for call in component.tool_calls
+            ]
+            out.append(pai.ModelResponse(parts=parts))
+        elif out and isinstance(out[-1], pai.ModelRequest):
+            out[-1] = pai.ModelRequest(parts=[*out[-1].parts, *_request_parts(component)])
+        else:
+            out.append(pai.ModelRequest(parts=_request_parts(component)))
+    return out
+
+
+class ModelBackend:
+    """A pydantic-ai model as our ``Backend``: the agent's own model can write the summaries.
+
+    Each summary is one ``pydantic_ai.direct.model_request`` to ``model``
+    (instrumented as pydantic-ai instruments its own calls, when it does).
+
+    Args:
+        model: A pydantic-ai ``Model``, or a model name (``"openai:gpt-4o"``).
+        context_window: The model's input window in tokens; by default the
+            model's own ``context_window`` when it knows one.
+
+    Examples:
+        >>> import asyncio
+        >>> from pydantic_ai.models.test import TestModel
+        >>> from mellea_ctx import Message
+        >>> backend = ModelBackend(TestModel(custom_output_text="Short."))
+        >>> asyncio.run(backend.generate([Message("user", "Summarize.")])).value
+        'Short.'
+    """
+
+    def __init__(self, model: Any, *, context_window: int | None = None) -> None:
+        if isinstance(model, str):
+            from pydantic_ai.models import infer_model
+
+            model = infer_model(model)
+        self.model = model
+        if context_window is None:
+            window = getattr(model, "context_window", None)
+            context_window = window if isinstance(window, int) else None
+        self.context_window = context_window
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> ModelOutputThunk:
+        """Return the model's answer to ``messages`` (``model_options`` are the model's own)."""
+        from pydantic_ai.direct import model_request
+        from pydantic_ai.models import ModelRequestParameters
+        from pydantic_ai.tools import ToolDefinition
+
+        definitions = [
+            ToolDefinition(
+                name=t.name, description=t.description, parameters_json_schema=t.parameters
+            )
+            for t in tools or ()
+        ]
+        response = await model_request(
+            self.model,
+            to_pydantic_ai(messages),
+            model_request_parameters=ModelRequestParameters(function_tools=definitions),
+        )
+        return _response(response)
+
+    def __repr__(self) -> str:
+        return f"ModelBackend({type(self.model).__name__})"
 
 
 def _check(compactor: object) -> None:

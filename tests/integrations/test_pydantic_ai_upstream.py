@@ -43,7 +43,12 @@ from mellea_ctx import (
     default_counter,
 )
 from mellea_ctx.integrations._runner import definitions_tokens
-from mellea_ctx.integrations.pydantic_ai import _components, _response, history_processor
+from mellea_ctx.integrations.pydantic_ai import (
+    ModelBackend,
+    _components,
+    _response,
+    history_processor,
+)
 
 
 def recording() -> tuple[FunctionModel, list[list[ModelMessage]], list[AgentInfo]]:
@@ -334,3 +339,30 @@ class TestUpstreamCases:
                 return await result.get_output()
 
         assert "streamed" == asyncio.run(go())
+
+
+class TestTheAgentsModelSummarizes:
+    """The agent's own pydantic-ai model writes the summaries (``ModelBackend``)."""
+
+    def test_one_model_answers_and_summarizes(self) -> None:
+        """The same ``FunctionModel`` gets the summary request, then the agent's request."""
+        requests: list[list[ModelMessage]] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            requests.append(list(messages))
+            system = [
+                p.content for m in messages for p in m.parts if p.part_kind == "system-prompt"
+            ]
+            if any("summar" in text.lower() for text in system):
+                return ModelResponse(parts=[TextPart("Earlier: eight questions about words.")])
+            return ModelResponse(parts=[TextPart("ok")])
+
+        shared = FunctionModel(model)
+        processor = history_processor(LLMSummarizeCompactor(keep_n=2), backend=ModelBackend(shared))
+        agent = Agent(shared, capabilities=[ProcessHistory(processor)])
+        result = asyncio.run(agent.run("Question now", message_history=dialogue(8)))
+        assert "ok" == result.output
+        assert 2 == len(requests)  # the summary, then the answer
+        first = _components(requests[1])[0][0]
+        assert isinstance(first, Checkpoint)
+        assert "eight questions about words" in first.content
