@@ -46,7 +46,7 @@ from mellea_ctx import (
 
 from ._runner import acompact_pairs, definitions_tokens
 
-__all__ = ["CompactingSession", "input_filter"]
+__all__ = ["CompactingSession", "ModelBackend", "input_filter"]
 
 Item = Any  # the SDK's TResponseInputItem: a TypedDict union, plain dicts at run time
 
@@ -286,6 +286,70 @@ class CompactingSession:
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Clear the wrapped session."""
         await self.session.clear_session(**self._scoped(wrapper))
+
+
+class ModelBackend:
+    """An Agents SDK ``Model`` as our ``Backend``: the agent's own model can write the summaries.
+
+    Each summary is one ``model.get_response`` call: the system messages as the
+    instructions, the rest as Responses items, read back with
+    :func:`from_responses`.
+
+    Args:
+        model: An Agents SDK ``Model`` (``OpenAIResponsesModel(...)``, the one
+            your agent runs on).
+        context_window: The model's input window in tokens, if known.
+
+    Raises:
+        InvalidArgumentError: For a ``model`` without ``get_response``.
+    """
+
+    def __init__(self, model: Any, *, context_window: int | None = None) -> None:
+        if not callable(getattr(model, "get_response", None)):
+            msg = (
+                f"ModelBackend: model={model!r} is not an Agents SDK Model; pass one "
+                "(OpenAIResponsesModel(...), agent.model when it is a Model)"
+            )
+            raise InvalidArgumentError(msg)
+        self.model = model
+        self.context_window = context_window
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Any = None,
+        tools: Any = None,
+    ) -> Any:
+        """Return the model's answer to ``messages`` (``model_options`` are the model's own)."""
+        from agents import ModelSettings
+        from agents.models.interface import ModelTracing
+
+        system = "\n\n".join(m.content for m in messages if m.role in ("system", "developer"))
+        rest = [m for m in messages if m.role not in ("system", "developer")]
+        response = await self.model.get_response(
+            system or None,
+            to_responses(rest),
+            ModelSettings(),
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        items = [item.model_dump(exclude_unset=True) for item in response.output]
+        outputs = [c for c in from_responses(items) if c.role == "assistant"]
+        if not outputs:
+            from mellea_ctx import MalformedResponseError
+
+            msg = "ModelBackend: the model answered with no assistant output"
+            raise MalformedResponseError(msg)
+        return outputs[-1]
+
+    def __repr__(self) -> str:
+        return f"ModelBackend({type(self.model).__name__})"
 
 
 def input_filter(

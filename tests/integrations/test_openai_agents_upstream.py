@@ -44,7 +44,7 @@ from agents.run_internal.session_persistence import rewind_session_items
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai import AsyncOpenAI
 
-from mellea_ctx import InvalidArgumentError, TokenBudgetCompactor, WindowCompactor
+from mellea_ctx import InvalidArgumentError, TokenBudgetCompactor, WindowCompactor, from_responses
 from mellea_ctx.integrations.openai_agents import (
     CompactingSession,
     _accepts_wrapper,
@@ -559,3 +559,33 @@ class TestInputFilterCountsTools:
     def test_no_tools_cost_nothing(self) -> None:
         """An agent without tools adds nothing."""
         assert 0 == agent_tools_tokens(Agent(name="t"))
+
+
+class TestTheAgentsModelSummarizes:
+    """The agent's own Agents SDK model writes the summaries (``ModelBackend``)."""
+
+    def test_one_model_answers_and_summarizes(self) -> None:
+        """The SDK's ``ScriptedModel`` gets the summary request, then the agent's."""
+        from mellea_ctx import LLMSummarizeCompactor
+        from mellea_ctx.integrations.openai_agents import ModelBackend
+
+        model = answered("Earlier: six notes about words.", "ok")
+        compactor = LLMSummarizeCompactor(keep_n=2)
+        keep = input_filter(compactor, backend=ModelBackend(model))
+        history = [{"role": "user", "content": f"note {i}: " + "word " * 30} for i in range(6)]
+        agent = Agent(name="t", model=model)
+        result = run(Runner.run(agent, history, run_config=RunConfig(call_model_input_filter=keep)))
+        assert "ok" == result.final_output
+        assert 2 == len(model.calls)
+        assert "summar" in (model.calls[0].system_instructions or "").lower()
+        sent = from_responses(model.calls[1].input)
+        assert sent[0].content.startswith("[Checkpoint")  # sent as the user message it reads as
+        assert "six notes about words" in sent[0].content
+        assert 3 == len(sent)  # the summary and the two notes kept
+
+    def test_a_non_model_is_refused(self) -> None:
+        """Anything without ``get_response`` is refused."""
+        from mellea_ctx.integrations.openai_agents import ModelBackend
+
+        with pytest.raises(InvalidArgumentError, match="not an Agents SDK Model"):
+            ModelBackend("gpt-4o")
