@@ -84,11 +84,13 @@ __all__ = [
     "ChatModelBackend",
     "CompactionMiddleware",
     "MessagesCounter",
+    "as_runnable",
     "compact_messages",
     "from_langchain",
     "to_langchain",
     "token_counter",
     "tools_tokens",
+    "trim_to_tokens",
 ]
 
 #: The ``additional_kwargs`` key under which a component LangChain has no type for
@@ -473,6 +475,77 @@ def _mapped(exc: Exception) -> BackendError | None:
     if isinstance(exc, lc.ModelAPIError):
         return ServerError(text)
     return None
+
+
+def trim_to_tokens(
+    messages: Sequence[BaseMessage],
+    max_tokens: int,
+    *,
+    counter: TokenCounter | Any = None,
+) -> list[BaseMessage]:
+    """Drop the oldest messages until the rest fit ``max_tokens``: ``trim_messages``, drop-only.
+
+    What ``trim_messages(messages, max_tokens=..., strategy="last",
+    include_system=True)`` does, with our guarantees: the system prompt is
+    kept, a tool call is never separated from its results, and the kept
+    messages are your own objects. The newest messages kept are the most that
+    fit (a :class:`~mellea_ctx.WindowCompactor` as wide as the budget allows);
+    when not even the last message fits, only the system prompt comes back
+    (``trim_messages`` does the same). Returns a new list; ``messages`` is not
+    modified.
+
+    Raises:
+        InvalidArgumentError: For ``max_tokens`` that is not an int >= 0.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> history = [HumanMessage("a " * 50), AIMessage("b " * 50), HumanMessage("c")]
+        >>> [m.content for m in trim_to_tokens(history, 60)]
+        ['b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b ', 'c']
+    """  # noqa: E501
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
+        msg = f"trim_to_tokens: max_tokens={max_tokens!r} must be an int >= 0"
+        raise InvalidArgumentError(msg)
+    from mellea_ctx import WindowCompactor, default_counter
+
+    count = token_counter(counter) or default_counter()
+
+    def size_of(kept: Sequence[BaseMessage]) -> int:
+        return sum(count.count(c) for c in from_langchain(kept))
+
+    def window(size: int) -> list[BaseMessage]:
+        return compact_messages(messages, WindowCompactor(size=size), counter=count)
+
+    if size_of(messages) <= max_tokens:
+        return list(messages)
+    low, high = 0, len(messages)  # window(low) is the floor; find the widest that fits
+    best = window(0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        kept = window(middle)
+        if size_of(kept) <= max_tokens:
+            low, best = middle, kept
+        else:
+            high = middle - 1
+    return best
+
+
+def as_runnable(compactor: Compactor, **options: Any) -> Any:
+    """``compact_messages`` with ``compactor`` as a LangChain ``Runnable``, as ``trim_messages`` is.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from mellea_ctx import WindowCompactor
+        >>> trimmer = as_runnable(WindowCompactor(size=1))
+        >>> [m.content for m in trimmer.invoke([HumanMessage("a"), HumanMessage("b")])]
+        ['b']
+    """
+    from langchain_core.runnables import RunnableLambda
+
+    def run(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        return compact_messages(messages, compactor, **options)
+
+    return RunnableLambda(run, name="compact_messages")
 
 
 class ChatModelBackend:

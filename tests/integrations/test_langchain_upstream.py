@@ -48,11 +48,13 @@ from mellea_ctx.integrations.langchain import (
     ChatModelBackend,
     CompactionMiddleware,
     MessagesCounter,
+    as_runnable,
     compact_messages,
     from_langchain,
     to_langchain,
     token_counter,
     tools_tokens,
+    trim_to_tokens,
 )
 
 
@@ -472,3 +474,49 @@ class TestChatModelAsSummarizer:
         """Anything without ``ainvoke`` is refused, naming the fix."""
         with pytest.raises(InvalidArgumentError, match="not a LangChain chat model"):
             ChatModelBackend(object())
+
+
+class TestTrimToTokens:
+    """``trim_messages(strategy="last", include_system=True)``'s cases, of ``trim_to_tokens``."""
+
+    def history(self) -> list[BaseMessage]:
+        return [
+            SystemMessage("You are terse."),
+            *old_dialogue(4, words=20),
+            HumanMessage("list"),
+            AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+            ToolMessage("a.py b.py " * 10, tool_call_id="c1"),
+            AIMessage("two files"),
+        ]
+
+    @pytest.mark.parametrize("budget", [0, 30, 60, 90, 150, 400])
+    def test_the_newest_that_fit_are_kept(self, budget: int) -> None:
+        """The most recent messages that fit, the system prompt first, no split pair."""
+        history = self.history()
+        counter = default_counter()
+        out = trim_to_tokens(history, budget)
+        size = sum(counter.count(c) for c in from_langchain(out))
+        assert out[0] is history[0]
+        assert out[1:] == history[len(history) - len(out) + 1 :]  # a suffix, by identity
+        assert pairs_whole(out)
+        if len(out) > 1:
+            assert size <= budget
+            wider = trim_to_tokens(history, size + 1)
+            assert wider == out or size + 1 >= sum(counter.count(c) for c in from_langchain(wider))
+
+    def test_everything_fits(self) -> None:
+        """Under the budget, every message comes back."""
+        history = self.history()
+        assert history == trim_to_tokens(history, 10**6)
+
+    def test_a_bad_budget_is_refused(self) -> None:
+        """A negative or non-int budget is refused."""
+        with pytest.raises(InvalidArgumentError, match="max_tokens=-1"):
+            trim_to_tokens(self.history(), -1)
+
+    def test_the_runnable_form(self) -> None:
+        """``as_runnable`` chains as ``trim_messages(...)`` does, before a model."""
+        model = recording(answers("ok"))
+        chain = as_runnable(WindowCompactor(size=1)) | model
+        assert "ok" == chain.invoke(self.history()).content
+        assert [self.history()[0].content, "two files"] == [m.content for m in model.seen[0]]
