@@ -433,7 +433,8 @@ class SummarizingModel(GenericFakeChatModel):
 class TestChatModelAsSummarizer:
     """A LangChain chat model (the agent's own, say) writes the summaries."""
 
-    def test_callbacks_see_the_summary_call(self) -> None:
+    @pytest.mark.parametrize("sync", [True, False])
+    def test_callbacks_see_the_summary_call(self, sync: bool) -> None:
         """The summary request is a LangChain run: the agent's callbacks see it."""
         from langchain_core.callbacks import BaseCallbackHandler
 
@@ -452,7 +453,10 @@ class TestChatModelAsSummarizer:
         middleware = CompactionMiddleware(LLMSummarizeCompactor(keep_n=2), backend=backend)
         agent = create_agent(model, middleware=[middleware])
         history = [*old_dialogue(8), HumanMessage("now?")]
-        asyncio.run(agent.ainvoke({"messages": history}, {"callbacks": [seen]}))
+        if sync:
+            agent.invoke({"messages": history}, {"callbacks": [seen]})
+        else:
+            asyncio.run(agent.ainvoke({"messages": history}, {"callbacks": [seen]}))
         assert 1 == len(summarizer_model.prompts)
         assert 2 == len(seen.starts)  # the summary, then the agent's own call
         assert isinstance(from_langchain(model.seen[0])[0], Checkpoint)
