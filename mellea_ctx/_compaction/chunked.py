@@ -7,6 +7,11 @@ that fits (shortened, see :mod:`.render_budget`) goes in one request; a span
 that does not is summarized in chunks, each request holding the summary so
 far as an earlier checkpoint, so the last answer covers the whole span. With
 no known window the span is rendered as before, in one request.
+
+When the summarizer answers that a request is longer than its window
+(:class:`~mellea_ctx.ContextOverflowError`), declared window or not, the
+span is summarized again within a smaller window: the one the provider
+stated, or else half of what was sent; at most :data:`OVERFLOW_RETRIES` times.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component, Message
-from .._core.exceptions import SpanTooLargeError
+from .._core.exceptions import ContextOverflowError, SpanTooLargeError
 from .._core.protocols import Backend
 from .._core.tokens import TokenCounter
 from .prompts import SUMMARIZER_INSTRUCTIONS, render_conversation
@@ -26,6 +31,9 @@ __all__ = ["input_budget", "summarize_span"]
 
 # A carried summary takes at most this share of a chunk's budget.
 _CARRY_SHARE = 0.3
+#: How many times a summary is asked again, in a smaller window, after the summarizer
+#: answered that a request overflowed its window.
+OVERFLOW_RETRIES = 3
 
 
 def input_budget(
@@ -63,10 +71,44 @@ async def summarize_span(
     Raises:
         SpanTooLargeError: If the budget is too small for any request, or one
             component cannot fit even shortened.
+        ContextOverflowError: If the summarizer still overflows after
+            :data:`OVERFLOW_RETRIES` smaller windows.
     """
-    window = getattr(backend, "context_window", None)
-    if not isinstance(window, int) or isinstance(window, bool):
-        return await ask(_request(frame(render_conversation(span)))), 1
+    declared = getattr(backend, "context_window", None)
+    window = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
+    sent: list[int] = []  # the size of each request, as we count it
+
+    def counted(prompt: str) -> list[Component]:
+        request = _request(prompt)
+        sent.append(sum(counter.count(component) for component in request))
+        return request
+
+    retries = 0
+    while True:
+        sent.clear()
+        try:
+            return await _within(span, window, counter, frame, ask, model_options, details, counted)
+        except ContextOverflowError as exc:
+            if retries == OVERFLOW_RETRIES:
+                raise
+            retries += 1
+            largest = max(sent, default=0)
+            stated = exc.limit_tokens if exc.limit_tokens and exc.limit_tokens < largest else None
+            window = stated if stated is not None else max(largest // 2, 1)
+
+
+async def _within(
+    span: Sequence[Component],
+    window: int | None,
+    counter: TokenCounter,
+    frame: Callable[[str], str],
+    ask: Callable[[list[Component]], Awaitable[str]],
+    model_options: Mapping[str, Any],
+    details: Sequence[str],
+    counted: Callable[[str], list[Component]],
+) -> tuple[str, int]:
+    if window is None:
+        return await ask(counted(frame(render_conversation(span)))), 1
     budget = input_budget(window, counter, frame, model_options)
     if budget < 128:
         msg = (
@@ -82,7 +124,7 @@ async def summarize_span(
     shortener = Shortener(tuple(details))
     whole = fit_conversation(span, budget, count, shortener)
     if whole is not None:
-        return await ask(_request(frame(whole))), 1
+        return await ask(counted(frame(whole))), 1
     carry = int(budget * _CARRY_SHARE)
     chunks = plan_chunks(span, budget - carry, count, shortener)
     summary = ""
@@ -93,7 +135,7 @@ async def summarize_span(
         rendered = fit_conversation([*earlier, *chunk], budget, count, shortener)
         if rendered is None:  # the carried summary did not leave room: send the chunk alone
             rendered = fit_conversation(chunk, budget, count, shortener) or ""
-        summary = await ask(_request(frame(rendered)))
+        summary = await ask(counted(frame(rendered)))
     return summary, len(chunks)
 
 

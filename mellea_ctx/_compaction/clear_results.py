@@ -15,7 +15,7 @@ all eligible results at once (rather than one per turn).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -138,12 +138,11 @@ class ClearToolResultsCompactor(InlineCompactor):
         stop = open_exchange_start(items)
         results = [i for i, c in enumerate(items) if c.role == "tool" and c.tool_call_id]
         old = results[: max(len(results) - self.keep_last, 0)]
+        names = _tool_names(items)
         return [
             i
             for i in old
-            if p <= i < stop
-            and type(items[i]) is ToolMessage
-            and items[i].name not in self.keep_tools
+            if p <= i < stop and type(items[i]) is ToolMessage and names[i] not in self.keep_tools
         ]
 
     def compact(
@@ -166,6 +165,22 @@ class ClearToolResultsCompactor(InlineCompactor):
             strategy="ClearToolResultsCompactor",
             on_record=self.on_record,
         )
+
+
+def _tool_names(items: Sequence[Component]) -> dict[int, str | None]:
+    """Each tool result's tool name: its own, else the closest earlier call's (one pass).
+
+    Histories read from OpenAI's format (and LangChain's ``ToolMessage`` without
+    ``name=``) name the tool only in the call.
+    """
+    called: dict[str, str] = {}
+    names: dict[int, str | None] = {}
+    for index, component in enumerate(items):
+        for call in component.tool_calls:
+            called[call.id] = call.name
+        if component.role == "tool":
+            names[index] = component.name or called.get(component.tool_call_id or "")
+    return names
 
 
 def apply_clearing(

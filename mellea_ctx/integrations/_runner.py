@@ -12,8 +12,10 @@ that we do not model is rebuilt, let alone lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from mellea_ctx import (
     Backend,
@@ -21,21 +23,57 @@ from mellea_ctx import (
     Compactor,
     Component,
     InvalidContextError,
+    Provider,
     TokenCounter,
     default_counter,
+    repair_history,
 )
+from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
+from mellea_ctx._core.tools import Tool
 
-__all__ = ["acompact_pairs", "compact_pairs", "context_of"]
+__all__ = ["acompact_pairs", "compact_pairs", "context_of", "definitions_tokens", "overhead"]
 
 T = TypeVar("T")
 
 
 def context_of(components: Sequence[Component], counter: TokenCounter | None) -> ChatContext:
     """A context holding ``components`` in order, counted with ``counter`` (the default if None)."""
-    ctx = ChatContext(counter=counter or default_counter())
+    ctx = ChatContext(counter=default_counter() if counter is None else counter)
     for component in components:
         ctx = ctx.add(component)
     return ctx
+
+
+def _unbound(**_: Any) -> Any:
+    msg = "a tool definition counted for its size is never run"
+    raise NotImplementedError(msg)
+
+
+def definitions_tokens(
+    definitions: Iterable[tuple[str, str, Mapping[str, Any] | None]],
+    framing: Framing = "openai",
+) -> int:
+    """What a request's tool definitions cost, each one ``(name, description, JSON schema)``.
+
+    The one count every adapter uses for the tools a framework sends with the
+    request (``request.tools``, ``data.agent.tools``, a pydantic-ai request's
+    tool definitions), framed as :func:`~mellea_ctx.count_tool_definitions` frames ours.
+    """
+    tools = [
+        Tool(name, description or "", json.dumps(schema or {}, default=str), _unbound)
+        for name, description, schema in definitions
+    ]
+    return count_tool_definitions(tools, framing)
+
+
+@contextmanager
+def overhead(tokens: int) -> Any:
+    """While inside, the budget compactors count ``tokens`` besides the history (tool schemas)."""
+    token = request_overhead.set(tokens)
+    try:
+        yield
+    finally:
+        request_overhead.reset(token)
 
 
 def _map_back(
@@ -53,12 +91,19 @@ def _with_prefix(
     return [*prefix, *(component for component, _ in pairs)]
 
 
-def _without_prefix(compacted: ChatContext, prefix: Sequence[Component]) -> list[Component]:
+def _without_prefix(
+    compacted: ChatContext, prefix: Sequence[Component], repair: Provider | None = None
+) -> list[Component]:
     kept = compacted.as_list()
     if kept[: len(prefix)] != list(prefix):  # a pinned prefix always comes back first
         msg = "the compactor did not keep the agent's system prompt first; pin it (pin_system)"
         raise InvalidContextError(msg)
-    return kept[len(prefix) :]
+    if repair is None:
+        return kept[len(prefix) :]
+    # The framework sends what we hand back as it is: an orphan tool result already in
+    # its input (which no compactor creates) is dropped, as repair_history drops it.
+    repaired, _ = repair_history(kept, provider=repair)
+    return repaired[len(prefix) :]
 
 
 def compact_pairs(
@@ -69,6 +114,8 @@ def compact_pairs(
     backend: Backend | None = None,
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
+    tools_tokens: int = 0,
+    repair: Provider | None = None,
 ) -> list[T] | None:
     """Compact the components of ``pairs``; ``None`` when the compactor changed nothing.
 
@@ -81,15 +128,21 @@ def compact_pairs(
         prefix: Components the framework adds to every request outside the
             history (its system prompt): counted and pinned while compacting,
             left out of what comes back.
+        tools_tokens: What the request's tool definitions cost
+            (:func:`definitions_tokens`), counted by the budget compactors.
+        repair: A provider whose rules a compacted history is repaired to
+            (:func:`~mellea_ctx.repair_history`: orphan tool results dropped),
+            for a framework that sends our output unchecked.
 
     Returns:
         The compacted history as framework objects, or ``None`` for no change.
     """
     ctx = context_of(_with_prefix(pairs, prefix), counter)
-    compacted = compactor.compact(ctx, backend=backend)
+    with overhead(tools_tokens):
+        compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
-    return _map_back(_without_prefix(compacted, prefix), pairs, build)
+    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)
 
 
 async def acompact_pairs(
@@ -100,14 +153,17 @@ async def acompact_pairs(
     backend: Backend | None = None,
     counter: TokenCounter | None = None,
     prefix: Sequence[Component] = (),
+    tools_tokens: int = 0,
+    repair: Provider | None = None,
 ) -> list[T] | None:
     """Async form of :func:`compact_pairs`: awaits ``compactor.acompact`` when it has one."""
     ctx = context_of(_with_prefix(pairs, prefix), counter)
     acompact = getattr(compactor, "acompact", None)
-    if acompact is not None:
-        compacted = await acompact(ctx, backend=backend)
-    else:
-        compacted = compactor.compact(ctx, backend=backend)
+    with overhead(tools_tokens):
+        if acompact is not None:
+            compacted = await acompact(ctx, backend=backend)
+        else:
+            compacted = compactor.compact(ctx, backend=backend)
     if compacted is ctx:
         return None
-    return _map_back(_without_prefix(compacted, prefix), pairs, build)
+    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)

@@ -25,9 +25,10 @@ back what it replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import (
     AIMessage,
@@ -41,17 +42,29 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from mellea_ctx import (
     Backend,
+    BackendConnectionError,
+    BackendError,
+    BackendTimeoutError,
+    ClearedToolResult,
     Compactor,
     Component,
     InvalidArgumentError,
+    InvalidContextError,
+    MalformedResponseError,
     Message,
     ModelOutputThunk,
+    RateLimitError,
+    RequestRejectedError,
+    ServerError,
     TokenCounter,
     ToolCall,
     Usage,
     component_from_record,
     component_to_record,
+    from_openai,
+    to_openai,
 )
+from mellea_ctx import ContextOverflowError as WindowOverflow
 from mellea_ctx import ToolMessage as ToolResult
 from mellea_ctx._core.parts import (
     ImagePart,
@@ -63,10 +76,22 @@ from mellea_ctx._core.parts import (
     ThinkingPart,
     thaw_json,
 )
+from mellea_ctx._core.tools import Tool
 
-from ._runner import acompact_pairs, compact_pairs
+from ._runner import acompact_pairs, compact_pairs, definitions_tokens
 
-__all__ = ["CompactionMiddleware", "compact_messages", "from_langchain", "to_langchain"]
+__all__ = [
+    "ChatModelBackend",
+    "CompactionMiddleware",
+    "MessagesCounter",
+    "as_runnable",
+    "compact_messages",
+    "from_langchain",
+    "to_langchain",
+    "token_counter",
+    "tools_tokens",
+    "trim_to_tokens",
+]
 
 #: The ``additional_kwargs`` key under which a component LangChain has no type for
 #: (a checkpoint, an agent goal) keeps its lossless record.
@@ -98,6 +123,14 @@ def _block_part(block: object) -> Part:
     if kind == "reasoning" and isinstance(block.get("reasoning"), str):
         keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
         return ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
+    if kind == "image_url" and isinstance(block.get("image_url"), dict):
+        # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
+        # summarizer sees the image (and its URL) as it sees any ImagePart.
+        try:
+            (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
+        except (InvalidArgumentError, InvalidContextError, ValueError):
+            return OpaquePart("langchain", block)
+        return part
     return OpaquePart("langchain", block)
 
 
@@ -120,8 +153,7 @@ def _block_of(part: Part) -> object:
     if isinstance(part, RedactedThinkingPart):
         return {"type": "redacted_thinking", "data": part.data, **extra}
     if isinstance(part, ImagePart):
-        url = part.url if part.url is not None else part.data_uri
-        return {"type": "image_url", "image_url": {"url": url}, **extra}
+        return to_openai([Message("user", [part])])[0]["content"][0]
     if isinstance(part, RefusalPart):
         return {"type": "refusal", "refusal": part.text, **extra}
     return {"type": "text", "text": ""}  # documents and audio have no LangChain block here
@@ -155,10 +187,57 @@ def _extra(message: BaseMessage, index: int) -> dict[str, Any]:
     return extra
 
 
+#: What LangChain's ``ContextEditingMiddleware`` writes in a cleared ``ToolMessage``'s
+#: ``response_metadata``; ours writes the same, so code that looks for it finds ours.
+CLEARED_MARK = {"cleared": True, "strategy": "clear_tool_uses"}
+
+
+def _cleared_from(message: ToolMessage, record: dict[str, Any], index: int) -> Component:
+    original = component_from_record(record["original"])
+    if not isinstance(original, ToolResult):
+        raise _fail(index, "a cleared tool result's record holds no tool result", "restore it")
+    cleared = ClearedToolResult(
+        message.content if isinstance(message.content, str) else json.dumps(message.content),
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        is_error=message.status == "error",
+        original=original,
+        removed_tokens=int(record.get("removed_tokens", 0)),
+    )
+    return attrs.evolve(cleared, extra=_extra(message, index))
+
+
+def _to_cleared(component: ClearedToolResult) -> ToolMessage:
+    """The cleared result as LangChain's context editing writes one, plus its record."""
+    base = thaw_json(component.extra) or thaw_json(component.original.extra)
+    base.pop("artifact", None)
+    kwargs = dict(base.pop("additional_kwargs", None) or {})
+    kwargs[RECORD_KEY] = {
+        "kind": "cleared",
+        "original": component_to_record(component.original),
+        "removed_tokens": component.removed_tokens,
+    }
+    metadata = {**(base.pop("response_metadata", None) or {}), "context_editing": CLEARED_MARK}
+    status = "error" if component.is_error else "success"
+    return ToolMessage(
+        component.content,
+        tool_call_id=component.tool_call_id,
+        name=component.name,
+        status=status,
+        additional_kwargs=kwargs,
+        response_metadata=metadata,
+        **base,
+    )
+
+
 def _from_one(message: BaseMessage, index: int) -> Component:
     kwargs = message.additional_kwargs
-    if isinstance(kwargs, dict) and isinstance(kwargs.get(RECORD_KEY), dict):
-        return component_from_record(kwargs[RECORD_KEY])
+    record = kwargs.get(RECORD_KEY) if isinstance(kwargs, dict) else None
+    if isinstance(record, dict) and record.get("kind") == "cleared":
+        if isinstance(message, ToolMessage):
+            return _cleared_from(message, record, index)
+    elif isinstance(record, dict):
+        return component_from_record(record)
     content, structured = _content(message)
     extra = _extra(message, index)
     if isinstance(message, SystemMessage):
@@ -225,6 +304,8 @@ def from_langchain(messages: Iterable[BaseMessage]) -> list[Component]:
 
 
 def _to_one(component: Component) -> BaseMessage:
+    if isinstance(component, ClearedToolResult):
+        return _to_cleared(component)
     extra = thaw_json(component.extra)
     content = _content_of(component)
     name = component.name
@@ -266,6 +347,73 @@ def to_langchain(components: Iterable[Component]) -> list[BaseMessage]:
     return [_to_one(component) for component in components]
 
 
+@attrs.define(frozen=True, slots=True)
+class MessagesCounter:
+    """One of LangChain's token counters (a function over message lists) as our ``TokenCounter``.
+
+    Each component is counted as the one LangChain message it is.
+    """
+
+    count_messages: Callable[[list[BaseMessage]], int]
+
+    def count(self, component: Component) -> int:
+        """Return the tokens LangChain's counter gives ``component`` as one message."""
+        return int(self.count_messages([_to_one(component)]))
+
+
+def token_counter(counter: object) -> TokenCounter | None:
+    """Our counter for ``counter``: ours, or any token counter LangChain takes.
+
+    Accepts ``None`` (our default), one of our ``TokenCounter``s, ``"approximate"``
+    (LangChain's ``count_tokens_approximately``), a chat model (its
+    ``get_num_tokens_from_messages``) or a function over message lists.
+
+    Raises:
+        InvalidArgumentError: For anything else (``{}``, ``"exact"``, ...).
+    """
+    if counter is None:
+        return None
+    if isinstance(counter, str):
+        if counter == "approximate":
+            from langchain_core.messages.utils import count_tokens_approximately
+
+            return MessagesCounter(count_tokens_approximately)
+    elif not isinstance(counter, list | tuple | dict | bytes):
+        if callable(getattr(counter, "count", None)):
+            return counter  # type: ignore[return-value]
+        by_model = getattr(counter, "get_num_tokens_from_messages", None)
+        if callable(by_model):
+            return MessagesCounter(by_model)
+        if callable(counter):
+            return MessagesCounter(counter)
+    msg = (
+        f"counter={counter!r} is not a token counter; pass None (the default o200k_base "
+        "counter), one of mellea_ctx's counters, 'approximate', a chat model, or a function "
+        "from a list of messages to a token count"
+    )
+    raise InvalidArgumentError(msg)
+
+
+def tools_tokens(tools: Sequence[Any]) -> int:
+    """What the schemas of ``tools`` add to each request, read as LangChain binds them.
+
+    Examples:
+        >>> tools_tokens([]) == 0
+        True
+    """
+    if not tools:
+        return 0
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    definitions = []
+    for item in tools:
+        function = convert_to_openai_tool(item).get("function", {})
+        definitions.append(
+            (function.get("name", ""), function.get("description", ""), function.get("parameters"))
+        )
+    return definitions_tokens(definitions)
+
+
 def _pairs(messages: Sequence[BaseMessage]) -> list[tuple[Component, BaseMessage]]:
     return list(zip(from_langchain(messages), messages, strict=True))
 
@@ -275,12 +423,15 @@ def compact_messages(
     compactor: Compactor,
     *,
     backend: Backend | None = None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | Any = None,
 ) -> list[BaseMessage]:
     """Compact LangChain messages with any compactor: where you would call ``trim_messages``.
 
     Returns a new list; ``messages`` is not modified. Kept messages are the
-    very same objects; a tool call and its results are kept or dropped together.
+    very same objects; a tool call and its results are kept or dropped together,
+    and after a compaction no tool message that answers no call is left (one
+    already orphaned in ``messages`` is dropped). ``counter`` is ours or any
+    token counter LangChain takes (see :func:`token_counter`).
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -289,8 +440,191 @@ def compact_messages(
         >>> [m.content for m in compact_messages(history, WindowCompactor(size=1))]
         ['c']
     """
-    out = compact_pairs(_pairs(messages), compactor, _to_one, backend=backend, counter=counter)
+    out = compact_pairs(
+        _pairs(messages),
+        compactor,
+        _to_one,
+        backend=backend,
+        counter=token_counter(counter),
+        repair="openai",
+    )
     return list(messages) if out is None else out
+
+
+def _mapped(exc: Exception) -> BackendError | None:
+    """Our error for one of langchain-core's model errors (``None`` for anything else)."""
+    from langchain_core import exceptions as lc
+
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, lc.ContextOverflowError):
+        return WindowOverflow(text)
+    if isinstance(exc, lc.ModelRateLimitError):
+        return RateLimitError(text)
+    if isinstance(exc, lc.ModelTimeoutError):
+        return BackendTimeoutError(text)
+    if isinstance(exc, lc.ModelConnectionError):
+        return BackendConnectionError(text)
+    if isinstance(
+        exc,
+        lc.ModelInvalidRequestError
+        | lc.ModelAuthenticationError
+        | lc.ModelPermissionDeniedError
+        | lc.ModelNotFoundError,
+    ):
+        return RequestRejectedError(text)
+    if isinstance(exc, lc.ModelAPIError):
+        return ServerError(text)
+    return None
+
+
+def trim_to_tokens(
+    messages: Sequence[BaseMessage],
+    max_tokens: int,
+    *,
+    counter: TokenCounter | Any = None,
+) -> list[BaseMessage]:
+    """Drop the oldest messages until the rest fit ``max_tokens``: ``trim_messages``, drop-only.
+
+    What ``trim_messages(messages, max_tokens=..., strategy="last",
+    include_system=True)`` does, with our guarantees: the system prompt is
+    kept, a tool call is never separated from its results, and the kept
+    messages are your own objects. The newest messages kept are the most that
+    fit (a :class:`~mellea_ctx.WindowCompactor` as wide as the budget allows);
+    when not even the last message fits, only the system prompt comes back
+    (``trim_messages`` does the same). Returns a new list; ``messages`` is not
+    modified.
+
+    Raises:
+        InvalidArgumentError: For ``max_tokens`` that is not an int >= 0.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> history = [HumanMessage("a " * 50), AIMessage("b " * 50), HumanMessage("c")]
+        >>> [m.content for m in trim_to_tokens(history, 60)]
+        ['b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b ', 'c']
+    """  # noqa: E501
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
+        msg = f"trim_to_tokens: max_tokens={max_tokens!r} must be an int >= 0"
+        raise InvalidArgumentError(msg)
+    from mellea_ctx import WindowCompactor, default_counter
+
+    count = token_counter(counter) or default_counter()
+
+    def size_of(kept: Sequence[BaseMessage]) -> int:
+        return sum(count.count(c) for c in from_langchain(kept))
+
+    def window(size: int) -> list[BaseMessage]:
+        return compact_messages(messages, WindowCompactor(size=size), counter=count)
+
+    if size_of(messages) <= max_tokens:
+        return list(messages)
+    low, high = 0, len(messages)  # window(low) is the floor; find the widest that fits
+    best = window(0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        kept = window(middle)
+        if size_of(kept) <= max_tokens:
+            low, best = middle, kept
+        else:
+            high = middle - 1
+    return best
+
+
+def as_runnable(compactor: Compactor, **options: Any) -> Any:
+    """``compact_messages`` with ``compactor`` as a LangChain ``Runnable``, as ``trim_messages`` is.
+
+    Examples:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from mellea_ctx import WindowCompactor
+        >>> trimmer = as_runnable(WindowCompactor(size=1))
+        >>> [m.content for m in trimmer.invoke([HumanMessage("a"), HumanMessage("b")])]
+        ['b']
+    """
+    from langchain_core.runnables import RunnableLambda
+
+    def run(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        return compact_messages(messages, compactor, **options)
+
+    return RunnableLambda(run, name="compact_messages")
+
+
+class ChatModelBackend:
+    """A LangChain chat model as our ``Backend``: the agent's own model can write the summaries.
+
+    Its calls run through LangChain (``ainvoke``), so inside an agent run they
+    are child runs that LangChain callbacks and LangSmith see. langchain-core's
+    model errors are mapped to ours at the call (its ``ContextOverflowError``
+    to ours, so an overflowing summary is made again in a smaller window).
+
+    Args:
+        model: A chat model, or a ``"provider:model"`` string for LangChain's
+            ``init_chat_model``.
+        context_window: The model's input window in tokens; by default its
+            profile's ``max_input_tokens`` when it publishes one.
+
+    Raises:
+        InvalidArgumentError: For a ``model`` that is neither.
+
+    Examples:
+        >>> import asyncio
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from mellea_ctx import Message
+        >>> backend = ChatModelBackend(GenericFakeChatModel(messages=iter([AIMessage("Hi.")])))
+        >>> asyncio.run(backend.generate([Message("user", "hello")])).value
+        'Hi.'
+    """
+
+    def __init__(self, model: Any, *, context_window: int | None = None) -> None:
+        if isinstance(model, str):
+            from langchain.chat_models import init_chat_model
+
+            model = init_chat_model(model)
+        if not callable(getattr(model, "ainvoke", None)):
+            msg = (
+                f"ChatModelBackend: model={model!r} is not a LangChain chat model; pass one "
+                "(ChatOpenAI(...), the model you gave create_agent) or 'provider:model'"
+            )
+            raise InvalidArgumentError(msg)
+        self.model = model
+        if context_window is None:
+            profile = getattr(model, "profile", None)
+            window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+            context_window = window if isinstance(window, int) else None
+        self.context_window = context_window
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Return the chat model's answer to ``messages`` (``model_options`` are the model's own).
+
+        Raises:
+            BackendError: The mapped form of langchain-core's model errors.
+        """
+        request = to_langchain(messages)
+        model = self.model
+        if tools:
+            model = model.bind_tools([t.to_openai() for t in tools])
+        try:
+            reply = await model.ainvoke(request)
+        except Exception as exc:
+            mapped = _mapped(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        if not isinstance(reply, AIMessage):
+            msg = f"ChatModelBackend: the model answered {type(reply).__name__}, not an AIMessage"
+            raise MalformedResponseError(msg)
+        output = from_langchain([reply])[0]
+        assert isinstance(output, ModelOutputThunk)
+        return output
+
+    def __repr__(self) -> str:
+        return f"ChatModelBackend({type(self.model).__name__})"
 
 
 class CompactionMiddleware(AgentMiddleware):
@@ -300,11 +634,15 @@ class CompactionMiddleware(AgentMiddleware):
         compactor: Any of our compactors (``TokenBudgetCompactor``,
             ``ThresholdCompactor(LLMSummarizeCompactor(...))``, ``WindowCompactor``, ...).
         backend: The backend a summarizing compactor calls (``OpenAIBackend``, ...).
-        counter: The token counter (the default ``o200k_base`` one if ``None``).
+        counter: The token counter: ours (the default ``o200k_base`` one if
+            ``None``) or any LangChain takes (see :func:`token_counter`).
         system_prompt: The ``system_prompt`` you gave ``create_agent``, if any.
             The agent adds it to every request outside its messages, so the
             middleware cannot see it; given here, it is counted against the
-            budget (and pinned) while compacting. Tool schemas are not counted.
+            budget (and pinned) while compacting.
+        tools: The ``tools`` you gave ``create_agent``, if any (LangChain
+            tools, functions or OpenAI tool dicts): their schemas travel with
+            every request, outside the messages, and count against the budget.
 
     Examples:
         >>> from mellea_ctx import WindowCompactor
@@ -318,8 +656,9 @@ class CompactionMiddleware(AgentMiddleware):
         compactor: Compactor,
         *,
         backend: Backend | None = None,
-        counter: TokenCounter | None = None,
+        counter: TokenCounter | Any = None,
         system_prompt: str | None = None,
+        tools: Sequence[Any] = (),
     ) -> None:
         super().__init__()
         if not callable(getattr(compactor, "compact", None)):
@@ -330,8 +669,9 @@ class CompactionMiddleware(AgentMiddleware):
             raise InvalidArgumentError(msg)
         self.compactor = compactor
         self.backend = backend
-        self.counter = counter
+        self.counter = token_counter(counter)
         self.prefix = (Message("system", system_prompt),) if system_prompt else ()
+        self.tools_tokens = tools_tokens(tools)
 
     def _update(self, out: list[BaseMessage] | None) -> dict[str, Any] | None:
         if out is None:
@@ -349,6 +689,8 @@ class CompactionMiddleware(AgentMiddleware):
                 backend=self.backend,
                 counter=self.counter,
                 prefix=self.prefix,
+                tools_tokens=self.tools_tokens,
+                repair="openai",
             )
         )
 
@@ -362,5 +704,7 @@ class CompactionMiddleware(AgentMiddleware):
             backend=self.backend,
             counter=self.counter,
             prefix=self.prefix,
+            tools_tokens=self.tools_tokens,
+            repair="openai",
         )
         return self._update(out)

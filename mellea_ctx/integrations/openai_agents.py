@@ -25,10 +25,12 @@ for everything the compactor kept, and new items only for what it wrote.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from agents.memory import Session, SessionSettings
+from agents import RunContextWrapper
+from agents.memory import OpenAIConversationsSession, Session, SessionSettings
 from agents.run_config import CallModelData, ModelInputData
 
 from mellea_ctx import (
@@ -42,9 +44,9 @@ from mellea_ctx import (
     to_responses,
 )
 
-from ._runner import acompact_pairs
+from ._runner import acompact_pairs, definitions_tokens
 
-__all__ = ["CompactingSession", "input_filter"]
+__all__ = ["CompactingSession", "ModelBackend", "input_filter"]
 
 Item = Any  # the SDK's TResponseInputItem: a TypedDict union, plain dicts at run time
 
@@ -94,13 +96,37 @@ async def _compact(
     backend: Backend | None,
     counter: TokenCounter | None,
     prefix: Sequence[Component] = (),
+    tools_tokens: int = 0,
 ) -> list[Item]:
     groups = await acompact_pairs(
-        item_groups(items), compactor, _build, backend=backend, counter=counter, prefix=prefix
+        item_groups(items),
+        compactor,
+        _build,
+        backend=backend,
+        counter=counter,
+        prefix=prefix,
+        tools_tokens=tools_tokens,
     )
     if groups is None:
         return items
     return [item for group in groups for item in group]
+
+
+def agent_tools_tokens(agent: Any) -> int:
+    """What the definitions of ``agent.tools`` add to each request (function tools' schemas).
+
+    A hosted tool (web search, file search, ...) has no schema of its own in the
+    request; it is counted by its name.
+    """
+    definitions = [
+        (
+            str(getattr(tool, "name", type(tool).__name__)),
+            str(getattr(tool, "description", "") or ""),
+            getattr(tool, "params_json_schema", None),
+        )
+        for tool in getattr(agent, "tools", None) or ()
+    ]
+    return definitions_tokens(definitions)
 
 
 def _check(where: str, compactor: object) -> None:
@@ -112,6 +138,24 @@ def _check(where: str, compactor: object) -> None:
         raise InvalidArgumentError(msg)
 
 
+def _accepts_wrapper(method: object) -> bool:
+    """The SDK's opt-in rule: a parameter named ``wrapper`` that can be passed by keyword."""
+    try:
+        parameters = inspect.signature(method).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    return any(
+        p.name == "wrapper" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        for p in parameters
+    )
+
+
+def _context_aware(session: object) -> bool:
+    """Every history operation of ``session`` takes ``wrapper`` (the SDK's all-or-nothing rule)."""
+    names = ("get_items", "add_items", "pop_item", "clear_session")
+    return all(_accepts_wrapper(getattr(session, name, None)) for name in names)
+
+
 class CompactingSession:
     """An Agents SDK ``Session`` that compacts the history another session returns.
 
@@ -121,8 +165,17 @@ class CompactingSession:
     full history stays there to re-compact differently, and the runner's own
     bookkeeping (it re-reads the stored tail with ``get_items(limit=n)`` to
     check a write on retry and resume) sees the items it wrote. So a call with
-    a ``limit`` is a raw tail read and is passed through; leave
-    ``session_settings.limit`` unset, the compactor is the limit.
+    a ``limit`` is a raw tail read and is passed through, as is a
+    ``session_settings.limit`` (the SDK's "last n items"); the compactor
+    bounds a read without one.
+
+    It is a wrapper in the SDK's own sense (like ``EncryptedSession``): the
+    ``RunContextWrapper`` the runner passes as ``wrapper=`` reaches a
+    context-aware session (one whose four history methods all take
+    ``wrapper``), so each tenant reads and writes its own scope;
+    ``session_settings`` is the wrapped session's; and every other attribute
+    (``close()``, ``run_compaction`` of a compaction-aware session, the
+    runner's item-matching policy) is the wrapped session's own.
 
     Args:
         session: The session that stores the items.
@@ -131,8 +184,9 @@ class CompactingSession:
         counter: The token counter (the default ``o200k_base`` one if ``None``).
 
     Raises:
-        InvalidArgumentError: For a compactor without ``compact`` or a
-            ``session`` without the Session methods.
+        InvalidArgumentError: For a compactor without ``compact``, a
+            ``session`` without the Session methods, or an
+            ``OpenAIConversationsSession``, whose history the server owns.
 
     Examples:
         >>> import asyncio
@@ -156,6 +210,14 @@ class CompactingSession:
         counter: TokenCounter | None = None,
     ) -> None:
         _check("CompactingSession", compactor)
+        if isinstance(session, OpenAIConversationsSession):
+            msg = (
+                f"CompactingSession: session={session!r} is an OpenAIConversationsSession, "
+                "whose history the server owns and sends itself; compact each model call "
+                "with input_filter(compactor) instead, or store the history locally "
+                "(SQLiteSession)"
+            )
+            raise InvalidArgumentError(msg)
         missing = [
             name
             for name in ("get_items", "add_items", "pop_item", "clear_session")
@@ -172,34 +234,122 @@ class CompactingSession:
         self.backend = backend
         self.counter = counter
         self.session_id: str = session.session_id
-        self.session_settings: SessionSettings | None = None
 
-    async def get_items(self, limit: int | None = None) -> list[Item]:
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names this class does not define: the wrapped session's
+        # own (close, run_compaction, _ignore_ids_for_matching, ...).
+        if name == "session":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.session, name)
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The wrapped session's settings (reading and setting them reaches it)."""
+        return getattr(self.session, "session_settings", None)
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.session.session_settings = value
+
+    def _scoped(self, wrapper: Any) -> dict[str, Any]:
+        return {"wrapper": wrapper} if wrapper is not None and _context_aware(self.session) else {}
+
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[Item]:
         """The wrapped session's items, compacted (``limit`` given: its last ``limit``, as stored).
 
         Args:
             limit: ``None`` for the whole history, compacted; a number for the
                 raw stored tail.
+            wrapper: The run's context, passed on to a context-aware session.
 
         Returns:
             The items, oldest first.
         """
-        items = await self.session.get_items(limit)
-        if limit is not None:
-            return items
+        scope = self._scoped(wrapper)
+        if limit is not None:  # the SDK's own call shapes: a legacy get_items() takes no limit
+            return list(await self.session.get_items(limit, **scope))
+        items = list(await self.session.get_items(**scope))
         return await _compact(items, self.compactor, self.backend, self.counter)
 
-    async def add_items(self, items: list[Item]) -> None:
-        """Store ``items`` in the wrapped session."""
-        await self.session.add_items(items)
+    async def add_items(
+        self, items: list[Item], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
+        """Store ``items`` in the wrapped session (in ``wrapper``'s scope when it has scopes)."""
+        await self.session.add_items(items, **self._scoped(wrapper))
 
-    async def pop_item(self) -> Item | None:
+    async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Item | None:
         """Remove and return the wrapped session's newest item."""
-        return await self.session.pop_item()
+        return await self.session.pop_item(**self._scoped(wrapper))
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Clear the wrapped session."""
-        await self.session.clear_session()
+        await self.session.clear_session(**self._scoped(wrapper))
+
+
+class ModelBackend:
+    """An Agents SDK ``Model`` as our ``Backend``: the agent's own model can write the summaries.
+
+    Each summary is one ``model.get_response`` call: the system messages as the
+    instructions, the rest as Responses items, read back with
+    :func:`from_responses`.
+
+    Args:
+        model: An Agents SDK ``Model`` (``OpenAIResponsesModel(...)``, the one
+            your agent runs on).
+        context_window: The model's input window in tokens, if known.
+
+    Raises:
+        InvalidArgumentError: For a ``model`` without ``get_response``.
+    """
+
+    def __init__(self, model: Any, *, context_window: int | None = None) -> None:
+        if not callable(getattr(model, "get_response", None)):
+            msg = (
+                f"ModelBackend: model={model!r} is not an Agents SDK Model; pass one "
+                "(OpenAIResponsesModel(...), agent.model when it is a Model)"
+            )
+            raise InvalidArgumentError(msg)
+        self.model = model
+        self.context_window = context_window
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Any = None,
+        tools: Any = None,
+    ) -> Any:
+        """Return the model's answer to ``messages`` (``model_options`` are the model's own)."""
+        from agents import ModelSettings
+        from agents.models.interface import ModelTracing
+
+        system = "\n\n".join(m.content for m in messages if m.role in ("system", "developer"))
+        rest = [m for m in messages if m.role not in ("system", "developer")]
+        response = await self.model.get_response(
+            system or None,
+            to_responses(rest),
+            ModelSettings(),
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        items = [item.model_dump(exclude_unset=True) for item in response.output]
+        outputs = [c for c in from_responses(items) if c.role == "assistant"]
+        if not outputs:
+            from mellea_ctx import MalformedResponseError
+
+            msg = "ModelBackend: the model answered with no assistant output"
+            raise MalformedResponseError(msg)
+        return outputs[-1]
+
+    def __repr__(self) -> str:
+        return f"ModelBackend({type(self.model).__name__})"
 
 
 def input_filter(
@@ -211,7 +361,8 @@ def input_filter(
     """Return a ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
 
     The agent's instructions count against the budget (a system prompt,
-    pinned) but are handed back unchanged, outside the input.
+    pinned) but are handed back unchanged, outside the input; the agent's
+    tool definitions (``data.agent.tools``) count against it too.
 
     Args:
         compactor: Any of our compactors (pin the system prompt if it drops
@@ -245,7 +396,8 @@ def input_filter(
         instructions = data.model_data.instructions
         prefix = (Message("system", instructions),) if instructions else ()
         items = list(data.model_data.input)
-        compacted = await _compact(items, compactor, backend, counter, prefix)
+        tools_tokens = agent_tools_tokens(data.agent)
+        compacted = await _compact(items, compactor, backend, counter, prefix, tools_tokens)
         return ModelInputData(input=compacted, instructions=instructions)
 
     return call_model_input_filter

@@ -122,7 +122,7 @@ class TestHistoryProcessor:
         for i in range(6):
             history.append(ModelRequest(parts=[UserPromptPart(f"question {i}")]))
             history.append(ModelResponse(parts=[TextPart(f"answer {i}")]))
-        out = history_processor(WindowCompactor(size=4), mode="sync")(history)
+        out = history_processor(WindowCompactor(size=4), mode="sync")(None, history)
         assert history[-4:] == out
         assert all(a is b for a, b in zip(history[-4:], out, strict=True))
 
@@ -134,10 +134,10 @@ class TestHistoryProcessor:
             history.append(ModelResponse(parts=[TextPart(f"answer {i}")]))
         backend = ScriptedBackend(lambda messages, options: "Eight questions about words.")
         compact = history_processor(LLMSummarizeCompactor(keep_n=2), backend=backend, mode="sync")
-        out = compact(history)
+        out = compact(None, history)
         first = out[0]
         assert isinstance(first, ModelRequest)
-        assert "Eight questions about words." in first.parts[0].content  # type: ignore[union-attr]
+        assert "Eight questions about words." in first.parts[0].content[0].content  # type: ignore[union-attr]
         assert "Checkpoint" == type(_components(out)[0][0]).__name__
 
     def test_bad_arguments_are_refused(self) -> None:
