@@ -25,6 +25,8 @@ from mellea_ctx import (
     InvalidContextError,
     Provider,
     TokenCounter,
+    acompact_with,
+    compact_with,
     default_counter,
     repair_history,
 )
@@ -139,7 +141,7 @@ def compact_pairs(
     """
     ctx = context_of(_with_prefix(pairs, prefix), counter)
     with overhead(tools_tokens):
-        compacted = compactor.compact(ctx, backend=backend)
+        compacted = compact_with(compactor, ctx, backend=backend)
     if compacted is ctx:
         return None
     return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)
@@ -158,12 +160,8 @@ async def acompact_pairs(
 ) -> list[T] | None:
     """Async form of :func:`compact_pairs`: awaits ``compactor.acompact`` when it has one."""
     ctx = context_of(_with_prefix(pairs, prefix), counter)
-    acompact = getattr(compactor, "acompact", None)
     with overhead(tools_tokens):
-        if acompact is not None:
-            compacted = await acompact(ctx, backend=backend)
-        else:
-            compacted = compactor.compact(ctx, backend=backend)
+        compacted = await acompact_with(compactor, ctx, backend=backend)
     if compacted is ctx:
         return None
     return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)

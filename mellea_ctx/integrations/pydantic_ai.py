@@ -52,6 +52,8 @@ from mellea_ctx import (
     ToolCall,
     ToolMessage,
     Usage,
+    acompact_with,
+    compact_with,
     component_from_record,
     component_to_record,
     default_counter,
@@ -442,7 +444,7 @@ def history_processor(
             return messages
         body, origins, tail, extra = prepared
         with overhead(extra):
-            compacted = compactor.compact(body, backend=backend)
+            compacted = compact_with(compactor, body, backend=backend)
         if compacted is body:
             return messages
         return finish(messages, ctx, compacted, origins, tail)
@@ -454,12 +456,8 @@ def history_processor(
         if prepared is None:
             return messages
         body, origins, tail, extra = prepared
-        acompact = getattr(compactor, "acompact", None)
         with overhead(extra):
-            if acompact is None:
-                compacted = compactor.compact(body, backend=backend)
-            else:
-                compacted = await acompact(body, backend=backend)
+            compacted = await acompact_with(compactor, body, backend=backend)
         if compacted is body:
             return messages
         return finish(messages, ctx, compacted, origins, tail)
