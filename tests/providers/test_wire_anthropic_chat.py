@@ -249,6 +249,26 @@ class TestCacheBreakpoints:
         assert [HOUR] == _ordered(body)
 
 
+class TestValidateCacheMarks:
+    def _user(self, *marks: dict[str, Any]) -> Message:
+        parts = [TextPart(f"t{i}", extra={"cache_control": m}) for i, m in enumerate(marks)]
+        return Message("user", parts, structured=True)
+
+    def test_more_than_four_marks_are_reported(self) -> None:
+        """Anthropic: "A maximum of 4 blocks with cache_control may be provided. Found 5."."""
+        assert [] == validate_anthropic([self._user(*[EPHEMERAL] * 4)])
+        problems_found = validate_anthropic([self._user(*[EPHEMERAL] * 5)])
+        assert 1 == len(problems_found) and "A maximum of 4" in problems_found[0]
+
+    def test_a_one_hour_mark_after_a_five_minute_one_is_reported(self) -> None:
+        """Docs: "a 1-hour cache entry must appear before any 5-minute cache entries"."""
+        later = [self._user(EPHEMERAL), Message("assistant", "x"), self._user(HOUR)]
+        assert 1 == len(validate_anthropic(later))
+        assert [] == validate_anthropic(
+            [self._user(HOUR), Message("assistant", "x"), self._user(EPHEMERAL)]
+        )
+
+
 # -- item 4: a system prompt read as blocks ---------------------------------------------
 
 
