@@ -56,12 +56,15 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from .._backends.bridge import run_blocking
 from .._compaction.events import EventHook
 from .._compaction.records import record_sink
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
+from .._core.parts import TextPart
 from .._core.protocols import Backend, Compactor
 from .._core.reprs import short_repr
 from .._core.tool_tokens import request_overhead, request_tools
@@ -214,6 +217,19 @@ def _checked(loop: Loop, searching: _Searching) -> list[Component]:
     return messages
 
 
+def _as_answer(output: ModelOutputThunk) -> ModelOutputThunk:
+    """``output``, or, when it holds no text and calls no tool, the empty answer it is.
+
+    A model may answer nothing (``content: null``, no calls). Stored as it
+    came, that message is one the providers refuse on every later request
+    (OpenAI: content "is required unless tool_calls ... is specified"), so
+    it becomes empty text, and ``answer`` is ``""``, not ``None``.
+    """
+    if output.tool_calls or any(type(part) is TextPart for part in output.parts):
+        return output
+    return attrs.evolve(output, value="", parts=(*output.parts, TextPart("")))
+
+
 async def _turn(
     loop: Loop,
     searching: _Searching,
@@ -261,6 +277,7 @@ async def _turn(
     if not isinstance(output, ModelOutputThunk):
         msg = f"react: the backend returned {short_repr(output)}, not a ModelOutputThunk"
         raise InvalidContextError(msg)
+    output = _as_answer(output)
     loop.ctx = loop.ctx.add(output)
     if not output.tool_calls:
         await finish_turn(loop)

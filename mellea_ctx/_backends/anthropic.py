@@ -141,26 +141,29 @@ class AnthropicBackend(SDKBackend):
         config.setdefault("effort", effort if effort in _ANTHROPIC_EFFORTS else "low")
         options["output_config"] = config
 
-    async def call(
-        self,
-        sdk: Any,
-        messages: Sequence[Component],
-        options: dict[str, Any],
-        tools: Sequence[Tool],
-    ) -> Any:
-        """Make one Messages API request, the system prompt sent apart."""
+    def request(
+        self, messages: Sequence[Component], options: dict[str, Any], tools: Sequence[Tool]
+    ) -> dict[str, Any]:
+        """The Messages request: the system prompt apart, breakpoints placed."""
         text, history = to_anthropic(messages)
         history = sendable(history)
-        if text is not None and not text.strip():
+        if isinstance(text, list):  # blocks (read from a file, Claude Code's form)
+            text = [block for block in text if not _is_blank_text(block)] or None
+        elif text is not None and not text.strip():
             text = None  # the API refuses a whitespace-only system prompt
         definitions = [definition.to_anthropic() for definition in tools]
         system, payload, definitions = place_breakpoints(
             self.cache_breakpoints, text, history, definitions
         )
+        request: dict[str, Any] = {"model": self.model, "messages": payload, **options}
         if definitions:
-            options["tools"] = definitions
+            request["tools"] = definitions
         if system is not None:
-            options["system"] = system
+            request["system"] = system
+        return request
+
+    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Make one Messages API request."""
         async with sdk.AsyncAnthropic(
             api_key=self._api_key,
             base_url=self.base_url,
@@ -168,9 +171,7 @@ class AnthropicBackend(SDKBackend):
             max_retries=self._max_retries,
         ) as client:
             create = client.messages.create
-            return await create(
-                model=self.model, messages=payload, **sdk_arguments(create, options)
-            )
+            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the answer: its blocks as parts in order, tool_use blocks as calls, usage."""
@@ -187,8 +188,10 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
     A text block holding only whitespace is left out (the API answers 400
     "text content blocks must contain non-whitespace text"), a message left
     with no content is left out, except a final assistant one, and messages
-    of one role that then meet are merged. Every other block, thinking with
-    its signature included, is sent as it is. ``payload`` is not modified.
+    of one role that then meet are merged; if the first message left is the
+    assistant's, a short user turn goes in front, as :func:`to_anthropic` does.
+    Every other block, thinking with its signature included, is sent as it
+    is. ``payload`` is not modified.
 
     Examples:
         >>> out = sendable([
@@ -216,6 +219,8 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out[-1] = {**out[-1], "content": _as_blocks(out[-1]) + _as_blocks(message)}
         else:
             out.append(message)
+    if out and out[0]["role"] == "assistant":  # what opened it was blank: the API wants user first
+        out.insert(0, {"role": "user", "content": "(earlier conversation)"})
     return out
 
 
@@ -258,12 +263,18 @@ def _parse(response: Any) -> ModelOutputThunk:
             parts.append(OpaquePart("anthropic", _block_dict(block)))
     usage = None
     if getattr(response, "usage", None) is not None:
-        read = getattr(response.usage, "cache_read_input_tokens", None) or 0
-        written = getattr(response.usage, "cache_creation_input_tokens", None) or 0
+        # A usage without the cache fields (a server that does not cache)
+        # says nothing about the cache: None, not 0.
+        read = _count(getattr(response.usage, "cache_read_input_tokens", None))
+        written = _count(getattr(response.usage, "cache_creation_input_tokens", None))
         usage = Usage(
-            prompt_tokens=(response.usage.input_tokens or 0) + read + written,
+            prompt_tokens=(response.usage.input_tokens or 0) + (read or 0) + (written or 0),
             completion_tokens=response.usage.output_tokens or 0,
             cache_read_tokens=read,
             cache_write_tokens=written,
         )
     return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

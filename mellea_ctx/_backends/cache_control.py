@@ -10,8 +10,16 @@ request that repeats the prefix exactly (tools, then system, then messages).
 * ``"history"``: the last block of the last message, so the next request,
   which repeats the whole history and adds to it, reads it all from cache.
 
-That stays within the API's limit of four breakpoints per request. Thinking
-blocks cannot carry a breakpoint, so the last other block is marked.
+Marks already in the history (Claude Code's transcripts carry them) are
+kept as they are and count: with them, ours are placed only while the
+request stays within the API's limit of four breakpoints, the history mark
+first (it caches the most), then the system and the tools marks. Ours are
+5-minute marks, and "cache entries with longer TTL must appear before
+shorter TTLs" (the prompt-caching docs, on mixing TTLs; the order is tools,
+system, messages), so none of ours goes ahead of a ``"ttl": "1h"`` mark:
+that mark already caches everything before it. A block that already has a
+mark is never given another. Thinking blocks cannot carry a breakpoint, so
+the last other block is marked.
 """
 
 from __future__ import annotations
@@ -53,23 +61,63 @@ def validate_breakpoints(owner: str, value: object) -> frozenset[str]:
     return frozenset(value)
 
 
-def _marked_last(blocks: list[Any]) -> list[Any] | None:
+#: The API's limit of ``cache_control`` breakpoints in one request.
+LIMIT = 4
+
+
+def _marks(value: Any) -> list[Any]:
+    """Every ``cache_control`` value in ``value`` (blocks, nested ones too), in request order."""
+    found: list[Any] = []
+    if isinstance(value, dict):
+        if "cache_control" in value:
+            found.append(value["cache_control"])
+        for key, inner in value.items():
+            if key != "cache_control" and isinstance(inner, (list, dict)):
+                found += _marks(inner)
+    elif isinstance(value, list):
+        for item in value:
+            found += _marks(item)
+    return found
+
+
+def _long(marks: list[Any]) -> bool:
+    return any(isinstance(mark, dict) and mark.get("ttl") == "1h" for mark in marks)
+
+
+def _last_markable(blocks: list[Any]) -> int | None:
     for index in range(len(blocks) - 1, -1, -1):
         block = blocks[index]
         if isinstance(block, dict) and block.get("type") not in _UNMARKABLE:
-            return [*blocks[:index], {**block, "cache_control": _MARK}, *blocks[index + 1 :]]
+            return index
     return None
+
+
+def _marked_last(blocks: list[Any]) -> list[Any] | None:
+    """``blocks`` with the last markable one marked, or ``None`` (none, or it has a mark)."""
+    index = _last_markable(blocks)
+    if index is None or "cache_control" in blocks[index]:
+        return None
+    return [*blocks[:index], {**blocks[index], "cache_control": _MARK}, *blocks[index + 1 :]]
+
+
+def _as_blocks(content: Any) -> list[Any] | None:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else None
+    return list(content) if isinstance(content, list) else None
 
 
 def place_breakpoints(
     places: Collection[str],
-    system: str | None,
+    system: str | Sequence[dict[str, Any]] | None,
     messages: Sequence[dict[str, Any]],
     tools: Sequence[dict[str, Any]],
 ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]], list[dict[str, Any]]]:
     """Return ``(system, messages, tools)`` with ``cache_control`` marks at ``places``.
 
-    The inputs are not modified: what gains a mark is copied.
+    ``system`` is a string or a list of blocks (as :func:`~mellea_ctx.to_anthropic`
+    gives it). The marks already there count towards the limit of four, and
+    none is moved or overwritten (see the module docstring). The inputs are
+    not modified: what gains a mark is copied.
 
     Examples:
         >>> system, messages, tools = place_breakpoints(
@@ -80,23 +128,33 @@ def place_breakpoints(
         >>> messages[-1]["content"]
         [{'type': 'text', 'text': 'hi', 'cache_control': {'type': 'ephemeral'}}]
     """
-    sent_system: str | list[dict[str, Any]] | None = system
-    if "system" in places and system:
-        sent_system = [{"type": "text", "text": system, "cache_control": _MARK}]
+    sent_system: str | list[dict[str, Any]] | None = (
+        system if system is None or isinstance(system, str) else list(system)
+    )
     sent_tools = list(tools)
-    if "tools" in places and sent_tools:
-        sent_tools[-1] = {**sent_tools[-1], "cache_control": _MARK}
     sent = list(messages)
-    if "history" in places and sent:
+    system_marks, history_marks = _marks(sent_system), _marks(sent)
+    room = LIMIT - len(_marks(sent_tools)) - len(system_marks) - len(history_marks)
+    if "history" in places and sent and room > 0:
         last = sent[-1]
-        content = last.get("content")
-        blocks: list[Any] | None
-        if isinstance(content, str):
-            blocks = (
-                [{"type": "text", "text": content, "cache_control": _MARK}] if content else None
-            )
-        elif isinstance(content, list):
-            blocks = _marked_last(content)
-        if blocks is not None:
-            sent[-1] = {**last, "content": blocks}
+        blocks = _as_blocks(last.get("content"))
+        marked = _marked_last(blocks) if blocks is not None else None
+        if marked is not None:
+            sent[-1] = {**last, "content": marked}
+            room -= 1
+    if "system" in places and sent_system and room > 0 and not _long(history_marks):
+        blocks = _as_blocks(sent_system)
+        marked = _marked_last(blocks) if blocks is not None else None
+        if marked is not None:
+            sent_system = marked
+            room -= 1
+    ahead = system_marks + history_marks
+    if (
+        "tools" in places
+        and sent_tools
+        and room > 0
+        and not _long(ahead)
+        and "cache_control" not in sent_tools[-1]
+    ):
+        sent_tools[-1] = {**sent_tools[-1], "cache_control": _MARK}
     return sent_system, sent, sent_tools

@@ -22,16 +22,26 @@ anything else from the SDK              :class:`BackendError`
 
 Two failures escape the SDKs' own hierarchy, and are mapped too: a 200
 answer whose body is not JSON raises a bare ``json.JSONDecodeError``
-(:class:`MalformedResponseError`), and some transport failures surface as the
-HTTP library's own exceptions (timeouts as :class:`BackendTimeoutError`,
-protocol and network errors as :class:`BackendConnectionError`).
+(:class:`MalformedResponseError`), and some transport failures surface as
+httpx's own exceptions (``httpx.TimeoutException`` as
+:class:`BackendTimeoutError`, any other ``httpx.TransportError`` as
+:class:`BackendConnectionError`). Every class is the SDK's (or httpx's) own,
+imported when an error is mapped, never matched by name.
+
+:func:`mapped_errors` is the one place this happens: a backend builds its
+request first and wraps only the SDK call in it (as httpx wraps httpcore in
+``map_httpcore_exceptions``), so a caller's mistake (a bad component, a bad
+option) is raised as it is, never reported as a provider failure.
 
 A context overflow is told apart from other rejections by the provider's
 own words, since each says it differently (:func:`overflow_sizes`):
 OpenAI's ``code`` ``context_length_exceeded`` ("This model's maximum context
 length is N tokens. However, your messages resulted in M tokens"), vLLM's
 "maximum context length is N tokens. However, you requested M tokens",
-Anthropic's "prompt is too long: M tokens > N maximum", and llama.cpp's
+Anthropic's "prompt is too long: M tokens > N maximum" and "input length and
+``max_tokens`` exceed context limit: M + K > N" (the prompt M against the
+N - K tokens the answer leaves it), vLLM's "The prompt (total length M) is
+too long to fit into the model (context length N)", and llama.cpp's
 ``exceed_context_size_error`` ("request (M tokens) exceeds the available
 context size (N tokens)", with ``n_prompt_tokens`` and ``n_ctx``).
 
@@ -41,10 +51,14 @@ stays in ``__cause__``.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import importlib
+import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from .._core.exceptions import (
@@ -58,37 +72,53 @@ from .._core.exceptions import (
     ServerError,
 )
 
-__all__ = ["map_provider_error", "map_sdk_error", "overflow_sizes", "retry_after_seconds"]
+__all__ = [
+    "map_provider_error",
+    "map_sdk_error",
+    "mapped_errors",
+    "overflow_sizes",
+    "retry_after_seconds",
+]
+
+# The status classes both SDKs define, for an instance that carries no
+# ``status_code`` of its own (the first class it is an instance of wins,
+# so the most derived ones come first).
+_STATUS_CLASSES = (
+    ("OverloadedError", 529),
+    ("ServiceUnavailableError", 503),
+    ("InternalServerError", 500),
+    ("RateLimitError", 429),
+    ("UnprocessableEntityError", 422),
+    ("ConflictError", 409),
+    ("RequestTimeoutError", 408),
+    ("NotFoundError", 404),
+    ("PermissionDeniedError", 403),
+    ("AuthenticationError", 401),
+    ("BadRequestError", 400),
+)
 
 
-def _class_names(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
+def _sdk_of(exc: BaseException) -> ModuleType | None:
+    """The SDK package that defines ``exc``'s class (``openai``, ``anthropic``), if importable."""
+    package = type(exc).__module__.partition(".")[0]
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        return None
 
 
-# The status each SDK's named status class stands for, for an instance that
-# carries no ``status_code`` of its own (the nearest named class wins).
-_STATUS_BY_NAME = {
-    "BadRequestError": 400,
-    "AuthenticationError": 401,
-    "PermissionDeniedError": 403,
-    "NotFoundError": 404,
-    "RequestTimeoutError": 408,
-    "ConflictError": 409,
-    "UnprocessableEntityError": 422,
-    "RateLimitError": 429,
-    "InternalServerError": 500,
-    "ServiceUnavailableError": 503,
-    "OverloadedError": 529,
-}
+def _is(exc: BaseException, sdk: ModuleType | None, name: str) -> bool:
+    cls = getattr(sdk, name, None)
+    return isinstance(cls, type) and isinstance(exc, cls)
 
 
-def _status(exc: BaseException) -> int | None:
+def _status(exc: BaseException, sdk: ModuleType | None) -> int | None:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):
         return status
-    for cls in type(exc).__mro__:
-        if cls.__name__ in _STATUS_BY_NAME:
-            return _STATUS_BY_NAME[cls.__name__]
+    for name, code in _STATUS_CLASSES:
+        if _is(exc, sdk, name):
+            return code
     return None
 
 
@@ -133,6 +163,15 @@ _OVERFLOW_WORDINGS = (
     ),
     # Anthropic
     (re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum"), 1, 2),
+    # vLLM, when the prompt alone is longer than the window
+    (
+        re.compile(
+            r"prompt \(total length (\d+)\) is too long to fit into the model "
+            r"\(context length (\d+)\)"
+        ),
+        1,
+        2,
+    ),
     # llama.cpp (newer servers)
     (
         re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"),
@@ -140,7 +179,12 @@ _OVERFLOW_WORDINGS = (
         2,
     ),
 )
+# Anthropic, when the prompt plus the answer's max_tokens exceed the window:
+# the prompt is held against the room the answer leaves it.
+_INPUT_AND_ANSWER = re.compile(r"exceed context limit: (\d+) \+ (\d+) > (\d+)")
 _OVERFLOW_PHRASES = (
+    "exceed context limit",
+    "is too long to fit into the model",
     "maximum context length",
     "prompt is too long",
     "exceeds the available context size",
@@ -181,6 +225,10 @@ def overflow_sizes(exc: BaseException, detail: str) -> tuple[int | None, int | N
     prompt, limit = fields.get("n_prompt_tokens"), fields.get("n_ctx")
     if isinstance(prompt, int) and isinstance(limit, int):
         return prompt, limit
+    found = _INPUT_AND_ANSWER.search(text)
+    if found:
+        prompt_size, answer, window = (int(group) for group in found.groups())
+        return prompt_size, window - answer
     for pattern, used, allowed in _OVERFLOW_WORDINGS:
         found = pattern.search(text)
         if found:
@@ -195,15 +243,15 @@ def map_sdk_error(exc: BaseException, provider: str) -> BackendError:
         exc: The SDK's exception.
         provider: The provider's name, for the message (``"OpenAI"``).
     """
-    names = _class_names(exc)
+    sdk = _sdk_of(exc)
     detail = _detail(exc)
-    status = _status(exc)
+    status = _status(exc, sdk)
     prefix = f"{provider}: {type(exc).__name__}"
-    if "APITimeoutError" in names or status == 408:
+    if _is(exc, sdk, "APITimeoutError") or status == 408:
         return BackendTimeoutError(f"{prefix}: no answer in time ({detail})", status_code=status)
-    if "APIConnectionError" in names:
+    if _is(exc, sdk, "APIConnectionError"):
         return BackendConnectionError(f"{prefix}: {detail}")
-    if "APIResponseValidationError" in names:
+    if _is(exc, sdk, "APIResponseValidationError"):
         return MalformedResponseError(f"{prefix}: {detail}", status_code=status)
     if status == 429:
         response = getattr(exc, "response", None)
@@ -225,29 +273,60 @@ def map_sdk_error(exc: BaseException, provider: str) -> BackendError:
     return BackendError(f"{prefix}: {detail}", status_code=status)
 
 
-_TRANSPORT_TIMEOUTS = {"TimeoutException", "ReadTimeout", "ConnectTimeout", "PoolTimeout"}
-_TRANSPORT_FAILURES = {"TransportError", "NetworkError", "ProtocolError", "RemoteProtocolError"}
-
-
 def map_provider_error(
     exc: BaseException, provider: str, sdk_error: type[BaseException]
 ) -> BackendError | None:
     """Return our exception for anything a provider call raised, or ``None`` to let it go.
 
     ``sdk_error`` is the SDK's root exception class. What is neither the
-    SDK's, nor a broken body, nor a transport failure (a ``TypeError`` from a
-    bad option, say) is a bug in the caller's code and is not mapped.
+    SDK's, nor a body that is not JSON, nor an httpx transport failure (a
+    ``TypeError`` from a bad option, say) is a bug in the caller's code and
+    is not mapped.
     """
     if isinstance(exc, sdk_error):
         return map_sdk_error(exc, provider)
-    names = _class_names(exc)
-    if names & _TRANSPORT_TIMEOUTS:
+    if isinstance(exc, json.JSONDecodeError):
+        return MalformedResponseError(f"{provider}: the answer is not valid JSON ({_detail(exc)})")
+    import httpx  # a dependency of both SDKs, imported when an error is mapped
+
+    if isinstance(exc, httpx.TimeoutException):
         detail = _detail(exc)
         return BackendTimeoutError(
             f"{provider}: {type(exc).__name__}: no answer in time ({detail})"
         )
-    if names & _TRANSPORT_FAILURES:
+    if isinstance(exc, httpx.TransportError):
         return BackendConnectionError(f"{provider}: {type(exc).__name__}: {_detail(exc)}")
-    if isinstance(exc, ValueError):
-        return MalformedResponseError(f"{provider}: the answer is not valid JSON ({_detail(exc)})")
     return None
+
+
+@contextlib.contextmanager
+def mapped_errors(
+    provider: str,
+    sdk_error: type[BaseException],
+    on_failure: Callable[[BaseException], None] | None = None,
+) -> Iterator[None]:
+    """Map what the SDK call inside the block raises to ours (``raise ... from exc``).
+
+    Wrap only the call to the SDK: the request is built before it, so that a
+    caller's mistake is not reported as a provider failure. ``on_failure``
+    sees every failure (the mapped exception, or the original when it is not
+    the provider's), for telemetry.
+
+    Examples:
+        >>> import httpx, openai
+        >>> try:
+        ...     with mapped_errors("OpenAI", openai.OpenAIError):
+        ...         raise openai.APIConnectionError(request=httpx.Request("POST", "http://x.test"))
+        ... except BackendConnectionError as exc:
+        ...     print(exc)
+        OpenAI: APIConnectionError: Connection error.
+    """
+    try:
+        yield
+    except Exception as exc:
+        mapped = map_provider_error(exc, provider, sdk_error)
+        if on_failure is not None:
+            on_failure(exc if mapped is None else mapped)
+        if mapped is None:
+            raise
+        raise mapped from exc

@@ -144,16 +144,17 @@ class OpenAIBackend(SDKBackend):
         """Chat Completions' own ``reasoning_effort`` field."""
         options["reasoning_effort"] = effort
 
-    async def call(
-        self,
-        sdk: Any,
-        messages: Sequence[Component],
-        options: dict[str, Any],
-        tools: Sequence[Tool],
-    ) -> Any:
-        """Make one Chat Completions request."""
+    def request(
+        self, messages: Sequence[Component], options: dict[str, Any], tools: Sequence[Tool]
+    ) -> dict[str, Any]:
+        """The Chat Completions request: the history as messages, the tool definitions."""
+        request = {"model": self.model, "messages": to_openai(messages), **options}
         if tools:
-            options["tools"] = [definition.to_openai() for definition in tools]
+            request["tools"] = [definition.to_openai() for definition in tools]
+        return request
+
+    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Make one Chat Completions request."""
         async with sdk.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
@@ -161,9 +162,7 @@ class OpenAIBackend(SDKBackend):
             max_retries=self._max_retries,
         ) as client:
             create = client.chat.completions.create
-            return await create(
-                model=self.model, messages=to_openai(messages), **sdk_arguments(create, options)
-            )
+            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the first choice: reasoning, text, refusal, tool calls and usage."""

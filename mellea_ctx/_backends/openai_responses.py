@@ -118,16 +118,17 @@ class OpenAIResponsesBackend(SDKBackend):
         config.setdefault("effort", effort)
         options["reasoning"] = config
 
-    async def call(
-        self,
-        sdk: Any,
-        messages: Sequence[Component],
-        options: dict[str, Any],
-        tools: Sequence[Tool],
-    ) -> Any:
-        """Make one Responses request with the whole history as input items."""
+    def request(
+        self, messages: Sequence[Component], options: dict[str, Any], tools: Sequence[Tool]
+    ) -> dict[str, Any]:
+        """The Responses request: the whole history as input items, the tool definitions."""
+        request = {"model": self.model, "input": to_responses(messages), **options}
         if tools:
-            options["tools"] = [_tool(definition) for definition in tools]
+            request["tools"] = [_tool(definition) for definition in tools]
+        return request
+
+    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Make one Responses request."""
         async with sdk.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
@@ -135,9 +136,7 @@ class OpenAIResponsesBackend(SDKBackend):
             max_retries=self._max_retries,
         ) as client:
             create = client.responses.create
-            return await create(
-                model=self.model, input=to_responses(messages), **sdk_arguments(create, options)
-            )
+            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the output items as one model step: reasoning, text, calls, usage."""

@@ -1,8 +1,11 @@
 """What the OpenAI and Anthropic backends share: settings, options, and the error boundary.
 
-A subclass names its provider, imports its SDK, makes one call and parses
-the answer; this base merges model options, renders tool definitions, and
-maps every failure of the call to our exceptions (``raise ... from exc``).
+A subclass names its provider, builds one request (no I/O), sends it
+through its SDK and parses the answer; this base merges model options, and
+maps every failure of the SDK call, and only of that call, to our exceptions
+(``raise ... from exc``, :func:`~mellea_ctx._backends.errors.mapped_errors`):
+a request that cannot be built raises our own argument error before anything
+is sent.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, ClassVar, Literal
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
-from .errors import map_provider_error
+from .errors import mapped_errors
 from .telemetry import observe_request_failure
 from .windows import check_window, known_window, server_window
 
@@ -154,14 +157,10 @@ class SDKBackend(abc.ABC):
         effort = options.pop("reasoning_effort", None)
         if effort is not None and self.takes_reasoning_effort():
             self.send_reasoning_effort(options, effort)
-        try:
-            response = await self.call(sdk, messages, options, tools or ())
-        except Exception as exc:
-            mapped = map_provider_error(exc, self.provider, getattr(sdk, self.sdk_error))
-            observe_request_failure(self, exc if mapped is None else mapped)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        request = self.request(messages, options, tools or ())
+        failed = functools.partial(observe_request_failure, self)
+        with mapped_errors(self.provider, getattr(sdk, self.sdk_error), failed):
+            response = await self.send(sdk, request)
         return self.parse(response)
 
     def takes_reasoning_effort(self) -> bool:
@@ -186,14 +185,18 @@ class SDKBackend(abc.ABC):
         """Put ``effort`` into ``options`` the way the SDK expects."""
 
     @abc.abstractmethod
-    async def call(
-        self,
-        sdk: Any,
-        messages: Sequence[Component],
-        options: dict[str, Any],
-        tools: Sequence[Tool],
-    ) -> Any:
-        """Make one request with a client opened (and closed) for it; return the raw response."""
+    def request(
+        self, messages: Sequence[Component], options: dict[str, Any], tools: Sequence[Tool]
+    ) -> dict[str, Any]:
+        """Return the request's fields (``model``, the history, ``options``...); no I/O.
+
+        Raises:
+            InvalidComponentError: For what cannot be written (not a component...).
+        """
+
+    @abc.abstractmethod
+    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
+        """Send ``request`` with a client opened (and closed) for it; return the raw response."""
 
     @abc.abstractmethod
     def parse(self, response: Any) -> ModelOutputThunk:

@@ -50,6 +50,7 @@ class ModelLimits(NamedTuple):
 _LIMITS: dict[str, ModelLimits] = {
     # OpenAI (platform.openai.com/docs/models)
     "gpt-4o": ModelLimits(128_000, 16_384),
+    "gpt-4o-2024-05-13": ModelLimits(128_000, 4_096),  # the first snapshot: 4,096 out
     "gpt-4o-mini": ModelLimits(128_000, 16_384),
     "gpt-4.1": ModelLimits(1_047_576, 32_768),
     "gpt-4.1-mini": ModelLimits(1_047_576, 32_768),

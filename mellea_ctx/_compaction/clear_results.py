@@ -62,8 +62,16 @@ def _non_negative(name: str, value: object) -> int:
     return value
 
 
-def _names(value: Iterable[str]) -> frozenset[str]:
-    """``keep_tools`` as a frozen set (any iterable of tool names is accepted)."""
+def _names(value: Iterable[str] | str) -> frozenset[str]:
+    """``keep_tools`` as a frozen set: one name, or any iterable of tool names."""
+    if isinstance(value, str):
+        return frozenset({value})  # one name, not its letters
+    if not isinstance(value, Iterable):
+        msg = (
+            f"ClearToolResultsCompactor: keep_tools={value!r} must be tool names (a str, or a "
+            "list or set of str); pass keep_tools={'memory'} to keep the memory tool's results"
+        )
+        raise InvalidArgumentError(msg)
     return frozenset(value)
 
 

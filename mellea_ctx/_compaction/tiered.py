@@ -92,6 +92,12 @@ class TieredCompactor(InlineCompactor):
         on_record: RecordHook | None = None,
     ) -> None:
         owner = "TieredCompactor"
+        if callable(getattr(tiers, "compact", None)) or not isinstance(tiers, Iterable):
+            msg = (
+                f"{owner}: tiers={tiers!r} must be a list of compactors, cheapest first; "
+                f"pass TieredCompactor([{type(tiers).__name__}(...)], ...) for one tier"
+            )
+            raise InvalidArgumentError(msg)
         self.tiers: tuple[Compactor, ...] = tuple(tiers)
         if not self.tiers:
             msg = f"{owner}: tiers=() is empty; pass compactors, cheapest first"

@@ -99,6 +99,15 @@ class Usage:
         for field in ("cache_read_tokens", "cache_write_tokens"):
             if getattr(self, field) is not None:
                 self._check(field)
+        cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+        if cached > self.prompt_tokens:
+            # The cache serves or stores part of the prompt, never more than all of it.
+            value = (self.cache_read_tokens, self.cache_write_tokens)
+            expected = (
+                f"(read, written) adds up to {cached}, more than prompt_tokens={self.prompt_tokens}"
+            )
+            fix = "prompt_tokens counts the whole prompt, cached tokens included"
+            raise _fail("Usage", "cache_read_tokens, cache_write_tokens", value, expected, fix)
 
     def _check(self, *fields: str) -> None:
         for field in fields:

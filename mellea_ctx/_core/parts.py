@@ -80,8 +80,10 @@ def thaw_json(value: object) -> Any:
     return thaw(value)
 
 
-def to_extra(value: object, owner: str = "extra") -> PMap[str, Any]:
+def to_extra(value: object, owner: str = "extra", field: str = "extra") -> PMap[str, Any]:
     """Return ``value`` (a mapping of JSON values, or ``None``) as a frozen mapping.
+
+    ``owner`` and ``field`` name what is checked in the error message.
 
     Raises:
         InvalidComponentError: When ``value`` is not a mapping with str keys
@@ -96,11 +98,11 @@ def to_extra(value: object, owner: str = "extra") -> PMap[str, Any]:
     if isinstance(value, PMap):
         return value
     if not isinstance(value, Mapping):
-        raise _fail(owner, "extra", value, "must be a mapping", "pass a dict of JSON values")
+        raise _fail(owner, field, value, "must be a mapping", "pass a dict of JSON values")
     for key in value:
         if not isinstance(key, str):
-            raise _fail(owner, "extra", value, "must have str keys", "use JSON object keys")
-    _check_json(owner, "extra", value)
+            raise _fail(owner, field, value, "must have str keys", "use JSON object keys")
+    _check_json(owner, field, value)
     return freeze_json(dict(value))  # type: ignore[no-any-return]
 
 
@@ -196,6 +198,14 @@ class DocumentPart:
     name: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
 
+    def __attrs_post_init__(self) -> None:
+        if self.data is None and self.text is None and self.url is None and self.file_id is None:
+            msg = (
+                "DocumentPart: needs data= (base64, with media_type=), text=, url= or "
+                "file_id=; got none"
+            )
+            raise InvalidComponentError(msg)
+
 
 @attrs.define(frozen=True, slots=True, repr=False)
 class AudioPart:
@@ -258,6 +268,10 @@ class RefusalPart:
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
 
 
+def _block(value: object) -> PMap[str, Any]:
+    return to_extra(value, "OpaquePart", "block")
+
+
 @attrs.define(frozen=True, slots=True, repr=False)
 class OpaquePart:
     """A provider block we do not model, carried verbatim and sent back unchanged.
@@ -273,7 +287,7 @@ class OpaquePart:
     """
 
     provider: str = attrs.field(validator=_text)
-    block: PMap[str, Any] = attrs.field(converter=to_extra)
+    block: PMap[str, Any] = attrs.field(converter=_block)
 
     @property
     def type(self) -> str:

@@ -30,7 +30,7 @@ from .._core.parts import (
     ThinkingPart,
     thaw_json,
 )
-from .notes import note, provider_keys, report_losses
+from .notes import carried_keys, note, report_losses, writable
 
 __all__ = [
     "anthropic_document",
@@ -43,6 +43,21 @@ __all__ = [
 TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")
 _DATA_URI: Final = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 _SYSTEM_ROLES: Final = ("system", "developer")
+
+#: The keys each Messages API element defines beside the ones we model (the
+#: SDK's ``TextBlockParam``, ``ImageBlockParam``, ... ``MessageParam``). The API
+#: refuses any other key, so the writer carries only these and reports the rest
+#: (another provider's ``index``, ``annotations``, ``thoughtSignature``...).
+KEYS: Final = {
+    "text": frozenset({"cache_control", "citations"}),
+    "image": frozenset({"source", "cache_control", "transformations"}),
+    "document": frozenset({"source", "cache_control", "citations", "context", "title"}),
+    "thinking": frozenset({"signature"}),
+    "redacted_thinking": frozenset(),
+    "tool_use": frozenset({"cache_control", "caller", "toolset_name"}),
+    "tool_result": frozenset({"cache_control", "is_error", "toolset_name"}),
+    "message": frozenset(),
+}
 
 
 def anthropic_id(call_id: str) -> str:
@@ -137,9 +152,26 @@ def _document(part: DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | Non
     return _with_source("document", source, extra, part.name)
 
 
+_KIND: Final = (
+    (TextPart, "text"),
+    (ThinkingPart, "thinking"),
+    (RedactedThinkingPart, "redacted_thinking"),
+    (ImagePart, "image"),
+    (DocumentPart, "document"),
+)
+
+
+def _carried(part: Part, where: str, lost: list[str]) -> dict[str, Any]:
+    """The keys of ``part``'s ``extra`` its block defines (the others reported)."""
+    for cls, kind in _KIND:
+        if isinstance(part, cls):
+            return carried_keys(part.extra, where, lost, allowed=KEYS[kind])
+    return {}  # not written as a block of its own
+
+
 def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
     """Return the block for ``part``, or ``None`` (and a line in ``lost``) when it has none."""
-    extra = provider_keys(part.extra) if not isinstance(part, OpaquePart) else {}
+    extra = _carried(part, where, lost)
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text, **extra}
     if isinstance(part, ThinkingPart):
@@ -172,8 +204,8 @@ def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None
     return None
 
 
-def _tool_use(call: ToolCall, ids: list[str]) -> dict[str, Any]:
-    extra = provider_keys(call.extra)
+def _tool_use(call: ToolCall, ids: list[str], where: str) -> dict[str, Any]:
+    extra = carried_keys(call.extra, where, ids, allowed=KEYS["tool_use"])
     block: dict[str, Any] = {"type": "tool_use", "id": _id(call.id, ids), "name": call.name}
     if note(call.extra, "input") != "absent":
         try:
@@ -203,7 +235,7 @@ def _result(component: Component, where: str, lost: list[str]) -> dict[str, Any]
         "type": "tool_result",
         "tool_use_id": _id(component.tool_call_id, lost),
     }
-    extra = provider_keys(component.extra)
+    extra = carried_keys(component.extra, where, lost, allowed=KEYS["tool_result"])
     parts = component.parts
     if isinstance(component, ToolMessage) and not parts and not component.structured:
         pass  # no content key at all
@@ -222,12 +254,14 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
     if component.tool_call_id is not None:
         return "user", [_result(component, where, lost)]
     if component.role in _SYSTEM_ROLES:
+        if not component.content.strip():
+            return "user", []  # nothing to send
         return "user", [{"type": "text", "text": f"[system] {component.content}"}]
     role = "assistant" if component.role == "assistant" else "user"
     parts = component.parts
     calls = component.tool_calls
-    if not component.structured:  # a plain "" is no block at all
-        parts = tuple(p for p in parts if not (type(p) is TextPart and not p.text and not p.extra))
+    if not component.structured:  # a plain "" (or only whitespace) is no block at all
+        parts = tuple(p for p in parts if not _blank_plain(p))
     if not component.structured and not calls:
         if not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].text):
             return role, []  # nothing to send
@@ -237,24 +271,35 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
         layout = note(component.extra, "anthropic_blocks")
         if isinstance(layout, str) and layout.count("t") == len(calls):
             part_blocks = iter(_parts_blocks(parts, where, lost))
-            call_blocks = iter(_tool_use(call, lost) for call in calls)
+            call_blocks = iter(_tool_use(call, lost, where) for call in calls)
             ordered = [next(call_blocks if c == "t" else part_blocks, None) for c in layout]
             ordered += list(part_blocks)
             return role, [block for block in ordered if block is not None]
     blocks = _parts_blocks(parts, where, lost)
-    blocks += [_tool_use(call, lost) for call in calls]
+    blocks += [_tool_use(call, lost, where) for call in calls]
     return role, blocks
 
 
+def _blank_plain(part: Part) -> bool:
+    """Whether ``part`` is plain text with nothing but whitespace (the API refuses it)."""
+    return type(part) is TextPart and not part.text.strip() and not part.extra
+
+
 def _system(items: list[Component], where: list[str], lost: list[str]) -> Any:
-    if not items:
+    # A plain system message with only whitespace sends nothing: Anthropic
+    # answers 400 to a blank system prompt ("text content blocks must contain
+    # non-whitespace text"), and "\n\n" would be what joining two empty ones gives.
+    kept = [
+        (item, label)
+        for item, label in zip(items, where, strict=True)
+        if item.structured or item.content.strip()
+    ]
+    if not kept:
         return None
-    if len(items) == 1 and not items[0].structured:
-        return items[0].content
-    if not any(item.structured for item in items):
-        return "\n\n".join(item.content for item in items)
+    if not any(item.structured for item, _ in kept):
+        return "\n\n".join(item.content for item, _ in kept)
     blocks: list[dict[str, Any]] = []
-    for item, label in zip(items, where, strict=True):
+    for item, label in kept:
         blocks += _parts_blocks(item.parts, label, lost)
     return blocks
 
@@ -263,7 +308,7 @@ def turns(
     components: Iterable[Component], *, opener: bool, lost: list[str] | None = None
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Return ``(system, turns)``; ``opener`` puts a user turn before a leading assistant."""
-    items = list(components)
+    items = [writable(component, index) for index, component in enumerate(components)]
     found: list[str] = []
     leading = 0
     while leading < len(items) and items[leading].role in _SYSTEM_ROLES:
@@ -274,10 +319,15 @@ def turns(
     for index in range(leading, len(items)):
         component = items[index]
         role, content = _blocks(component, labels[index], found)
+        if component.role in _SYSTEM_ROLES and not content:
+            continue  # a blank system message after the start: nothing to send
         if not content and not (component.structured or note(component.extra, "anthropic_turn")):
             continue
         turn_extra = note(component.extra, "anthropic_turn_extra") or {}
         new = note(component.extra, "anthropic_turn") == "new" or bool(turn_extra)
+        if turn_extra:
+            for key in turn_extra:
+                found.append(f"{labels[index]}: the turn key {key!r} (MessageParam has none)")
         if messages and messages[-1]["role"] == role and not new:
             previous = messages[-1]["content"]
             merged = _as_list(previous) + _as_list(content)
@@ -285,8 +335,9 @@ def turns(
             merged.sort(key=lambda block: block.get("type") != "tool_result")
             messages[-1]["content"] = merged
             continue
-        extra = {} if component.tool_call_id is not None else provider_keys(component.extra)
-        messages.append({"role": role, "content": content, **thaw_json(turn_extra), **extra})
+        if component.tool_call_id is None:  # a result's keys went into its block
+            carried_keys(component.extra, labels[index], found, allowed=KEYS["message"])
+        messages.append({"role": role, "content": content})
     if opener and messages and messages[0]["role"] == "assistant":
         messages.insert(0, {"role": "user", "content": "(earlier conversation)"})
     report_losses(lost, found, "to_anthropic")

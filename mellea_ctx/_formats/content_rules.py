@@ -12,6 +12,9 @@ Written from the providers' documentation and their error messages:
   tool results), the loop's assistant turn must start with a ``thinking`` or
   ``redacted_thinking`` block, sent back unchanged; the model writes thinking
   on the loop's first step, so that is the turn checked.
+* Anthropic caches up to 4 breakpoints a request ("A maximum of 4 blocks
+  with cache_control may be provided"), and "a 1-hour cache entry must
+  appear before any 5-minute cache entries" (prompt caching, mixing TTLs).
 * OpenAI: an assistant message's ``content`` is "required unless
   ``tool_calls`` or ``function_call`` is specified"; ``null`` without them is
   rejected.
@@ -23,13 +26,13 @@ is possible, only the report).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from .._core.parts import Part, RedactedThinkingPart, TextPart, ThinkingPart
+from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, ThinkingPart
 from .anthropic_write import TOOL_ID, anthropic_id
 from .notes import NOTES, note
 
@@ -39,6 +42,8 @@ __all__ = ["Finding", "content_problems", "repair_content", "with_parts"]
 Finding = tuple[int, str, str, Any]
 
 _SYSTEM: Final = ("system", "developer")
+#: The Messages API's limit of ``cache_control`` breakpoints in one request.
+CACHE_LIMIT: Final = 4
 
 
 def with_parts(component: Component, parts: Sequence[Part], **changes: Any) -> Component:
@@ -157,6 +162,46 @@ def _loop_thinking(items: Sequence[Component]) -> Finding | None:
     return first, problem, "", ...
 
 
+def _cache_marks(items: Sequence[Component]) -> list[tuple[int, str]]:
+    """``(index, ttl)`` of every ``cache_control`` mark the history carries, in request order."""
+    marks: list[tuple[int, str]] = []
+    for index, component in enumerate(items):
+        holders = [part.extra for part in component.parts if not isinstance(part, OpaquePart)]
+        holders += [part.block for part in component.parts if isinstance(part, OpaquePart)]
+        holders += [call.extra for call in component.tool_calls]
+        if component.tool_call_id is not None:
+            holders.append(component.extra)
+        for holder in holders:
+            mark = holder.get("cache_control")
+            if mark is not None:
+                ttl = mark.get("ttl") if isinstance(mark, Mapping) else None
+                marks.append((index, "1h" if ttl == "1h" else "5m"))
+    return marks
+
+
+def _cache_rules(items: Sequence[Component]) -> list[Finding]:
+    """At most 4 ``cache_control`` marks; 1-hour marks before 5-minute ones (prompt caching)."""
+    marks = _cache_marks(items)
+    found: list[Finding] = []
+    if len(marks) > CACHE_LIMIT:
+        problem = (
+            f"the history carries {len(marks)} cache_control marks; Anthropic answers 400 "
+            f"'A maximum of {CACHE_LIMIT} blocks with cache_control may be provided'"
+        )
+        found.append((marks[CACHE_LIMIT][0], problem, "", ...))
+    ttls = [ttl for _, ttl in marks]
+    after = (
+        [index for index, ttl in marks[ttls.index("5m") :] if ttl == "1h"] if "5m" in ttls else []
+    )
+    if after:
+        problem = (
+            "a ttl '1h' cache_control mark comes after a 5-minute one; a 1-hour cache entry "
+            "must appear before any 5-minute cache entries (Anthropic prompt caching)"
+        )
+        found.append((after[0], problem, "", ...))
+    return found
+
+
 def _leading(items: Sequence[Component]) -> int:
     count = 0
     while count < len(items) and items[count].role in _SYSTEM:
@@ -210,7 +255,7 @@ def _findings(items: Sequence[Component], provider: str) -> list[Finding]:
     loop = _loop_thinking(items)
     if loop is not None:
         findings.append(loop)
-    return findings
+    return findings + _cache_rules(items)
 
 
 def content_problems(items: Sequence[Component], provider: str) -> list[tuple[int, str]]:

@@ -23,15 +23,20 @@ from typing import Any, Final
 
 from pyrsistent import PMap
 
+from .._core.components import Component
+from .._core.exceptions import InvalidComponentError
 from .._core.parts import thaw_json
+from .._core.reprs import short_repr
 
 __all__ = [
     "NOTES",
     "LossyConversionWarning",
+    "carried_keys",
     "note",
     "provider_keys",
     "report_losses",
     "with_notes",
+    "writable",
 ]
 
 #: The reserved ``extra`` key under which readers record wire-shape notes.
@@ -90,3 +95,52 @@ def report_losses(lost: list[str] | None, found: list[str], target: str) -> None
         "them instead of this warning"
     )
     warnings.warn(msg, LossyConversionWarning, stacklevel=3)
+
+
+def carried_keys(
+    extra: PMap[str, Any],
+    where: str,
+    lost: list[str],
+    *,
+    allowed: frozenset[str] | None = None,
+    refused: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Return the keys of ``extra`` that the target API defines; report the others in ``lost``.
+
+    With ``allowed`` (an API that refuses every key it does not define, as
+    the Messages API does), only those keys are carried; otherwise every key
+    but the ``refused`` ones (other providers' keys, for an API many servers
+    speak, each with fields of its own). The notes are never carried.
+
+    Examples:
+        >>> from pyrsistent import pmap
+        >>> lost = []
+        >>> carried_keys(pmap({"index": 0, "cache_control": {}}), "call 1", lost,
+        ...              allowed=frozenset({"cache_control"}))
+        {'cache_control': {}}
+        >>> lost
+        ["call 1: the key 'index' (the target API does not define it)"]
+    """
+    keys = provider_keys(extra)
+    kept: dict[str, Any] = {}
+    for key, value in keys.items():
+        if (key in allowed) if allowed is not None else (key not in refused):
+            kept[key] = value
+        else:
+            lost.append(f"{where}: the key {key!r} (the target API does not define it)")
+    return kept
+
+
+def writable(component: object, index: int) -> Component:
+    """Return ``component`` if a writer can write it, else raise naming it.
+
+    Raises:
+        InvalidComponentError: When ``component`` is not a ``Component``.
+    """
+    if not isinstance(component, Component):
+        msg = (
+            f"component {index}: {short_repr(component)} is not a Component; "
+            "build it with Message(...) or from_openai(...)"
+        )
+        raise InvalidComponentError(msg)
+    return component

@@ -5,13 +5,17 @@ Each component is written from what it tells a provider (``role``,
 ``extra``), so your own component classes work too. What Chat Completions
 cannot hold (Anthropic thinking and redacted thinking, opaque Anthropic
 blocks, a tool result's ``is_error``, a plain-text document) is left out and
-reported, never dropped silently.
+reported, never dropped silently. So are the keys other providers define
+that Chat Completions does not (:data:`REFUSED`: Anthropic's
+``cache_control``, Responses' ``annotations``, Gemini's ``thoughtSignature``...):
+the API refuses unknown fields. A key no provider defines (a compatible
+server's own, such as ``reasoning_content``) is carried as it was read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from .._core.components import Component, ToolCall
 from .._core.exceptions import InvalidComponentError
@@ -27,11 +31,35 @@ from .._core.parts import (
     ThinkingPart,
     thaw_json,
 )
-from .._core.reprs import short_repr
-from .notes import note, provider_keys, report_losses
+from .notes import carried_keys, note, report_losses, writable
 from .openai_read import REASONING_KEYS
 
-__all__ = ["to_openai"]
+__all__ = ["REFUSED", "to_openai"]
+
+_ANTHROPIC_BLOCK: Final = frozenset({"cache_control", "citations", "toolset_name", "caller"})
+_GEMINI_PART: Final = frozenset(
+    {"thoughtSignature", "thought", "videoMetadata", "partMetadata", "mediaResolution"}
+)
+
+#: The keys another provider defines (the Messages API, Responses, Gemini)
+#: that Chat Completions does not, by element: never sent, each one reported.
+REFUSED: Final = {
+    "part": _ANTHROPIC_BLOCK
+    | _GEMINI_PART
+    | {"context", "title", "source", "transformations", "signature"}  # Anthropic
+    | {"annotations", "logprobs"}  # Responses output_text
+    | {"inlineData", "fileData"},  # Gemini
+    "call": _ANTHROPIC_BLOCK
+    | _GEMINI_PART
+    | {"type", "id", "status", "namespace"}  # Responses function_call / custom_tool_call
+    | {"functionCall"},  # Gemini
+    "result": _ANTHROPIC_BLOCK
+    | _GEMINI_PART
+    | {"is_error"}  # Anthropic tool_result
+    | {"type", "id", "status"}  # Responses function_call_output
+    | {"functionResponse"},  # Gemini
+    "message": _ANTHROPIC_BLOCK | {"type", "id", "status", "phase"},  # Responses message
+}
 
 
 def _inner(extra: dict[str, Any], key: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +85,7 @@ def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
             return thaw_json(part.block)  # type: ignore[no-any-return]
         lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
         return None
-    extra = provider_keys(part.extra)
+    extra = carried_keys(part.extra, where, lost, refused=REFUSED["part"])
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text, **extra}
     if isinstance(part, RefusalPart):
@@ -88,8 +116,18 @@ def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
     return None
 
 
-def _call(call: ToolCall) -> dict[str, Any]:
-    extra = provider_keys(call.extra)
+#: The content part types each role takes, where not every type (the SDK's
+#: ``ChatCompletionToolMessageParam`` and its siblings); a user message takes all.
+_PART_TYPES: Final = {
+    "system": frozenset({"text"}),
+    "developer": frozenset({"text"}),
+    "tool": frozenset({"text"}),
+    "assistant": frozenset({"text", "refusal"}),
+}
+
+
+def _call(call: ToolCall, where: str, lost: list[str]) -> dict[str, Any]:
+    extra = carried_keys(call.extra, where, lost, refused=REFUSED["call"])
     function = {
         "name": call.name,
         "arguments": call.arguments,
@@ -122,12 +160,7 @@ def _side_keys(parts: tuple[Part, ...], structured: bool, where: str, lost: list
 
 
 def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str, Any]:
-    if not isinstance(component, Component):
-        msg = (
-            f"component {index}: {short_repr(component)} is not a Component; "
-            "build it with Message(...) or from_openai(...)"
-        )
-        raise InvalidComponentError(msg)
+    writable(component, index)
     role = component.role
     call_id = component.tool_call_id
     if (role == "tool") != (call_id is not None):
@@ -138,14 +171,24 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
         raise InvalidComponentError(msg)
     where = f"component {index}"
     parts, keys = _side_keys(component.parts, component.structured, where, lost)
-    extra = provider_keys(component.extra)
+    refused = REFUSED["message" if call_id is None else "result"]
+    extra = carried_keys(component.extra, where, lost, refused=refused)
     message: dict[str, Any] = {"role": role}
     plain = not component.structured and (
         not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
     )
     if not plain:
         blocks = (part_dict(part, where, lost) for part in parts)
-        message["content"] = [block for block in blocks if block is not None]
+        kept = [block for block in blocks if block is not None]
+        takes = _PART_TYPES.get(role)
+        if takes is not None:  # e.g. an image in a tool result: Chat takes only text there
+            for block in kept:
+                if block.get("type") not in takes:
+                    lost.append(
+                        f"{where}: a {block.get('type')!r} part (a {role} message takes none)"
+                    )
+            kept = [block for block in kept if block.get("type") in takes]
+        message["content"] = kept
     elif parts:
         message["content"] = parts[0].text
     elif note(component.extra, "content") != "absent":
@@ -156,7 +199,7 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
     if component.name is not None:
         message["name"] = component.name
     if component.tool_calls:
-        message["tool_calls"] = [_call(call) for call in component.tool_calls]
+        message["tool_calls"] = [_call(call, where, lost) for call in component.tool_calls]
     if call_id is not None:
         message["tool_call_id"] = call_id
     if component.is_error:
