@@ -496,3 +496,24 @@ class TestHugePiece:
         )
         for text in [p.read_text(encoding="utf-8") for p in CORPUS_FILES] + [minified]:
             assert len(encode(text)) == encoded_length(text)
+
+
+class TestWhatTheOutputCannotCarry:
+    """A key the output format does not define is left out, and the command says so."""
+
+    def test_compact_warns_and_names_it(self, tmp_path: Path) -> None:
+        turns = [
+            {"role": "user", "content": "hi", "x_trace": "abc"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "and?"},
+        ]
+        source = tmp_path / "chat.anthropic.json"
+        source.write_text(json.dumps({"system": "Be brief.", "messages": turns}))
+        out = tmp_path / "out.json"
+        result = run(
+            ["compact", str(source), "--format", "anthropic", "--window", "5", "-o", str(out)]
+        )
+        assert_clean(result)
+        assert result.exit_code == 0
+        assert "could not carry 1 item" in result.output and "x_trace" in result.output
+        assert "x_trace" not in out.read_text()

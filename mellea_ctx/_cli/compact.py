@@ -29,7 +29,7 @@ from .options import (
     format_option,
     tokens_option,
 )
-from .report import compact_report
+from .report import compact_report, lost_note
 from .terminal import Failure, InputError, progress, stderr
 from .transcripts import (
     WINDOW_UNITS,
@@ -126,16 +126,17 @@ def _fresh_units(kept: list[Any], original: set[int], fmt: str) -> frozenset[int
     assistant), is new too: it is an added turn, not a changed one.
     """
     positions: set[int] = set()
+    ignored: list[str] = []  # the write itself reports what the format cannot carry
     if fmt == "anthropic":
-        _, bare = anthropic_turns(kept, opener=False)
-        _, opened = anthropic_turns(kept, opener=True)
+        _, bare = anthropic_turns(kept, opener=False, lost=ignored)
+        _, opened = anthropic_turns(kept, opener=True, lost=ignored)
         shift = len(opened) - len(bare)  # 1 when the writer added the opening turn
         positions.update(range(shift))
     for index, component in enumerate(kept):
         if id(component) in original:
             continue
         if fmt == "anthropic":
-            _, turns = anthropic_turns(kept[: index + 1], opener=True)
+            _, turns = anthropic_turns(kept[: index + 1], opener=True, lost=ignored)
             positions.add(len(turns) - 1)
         else:
             positions.add(index)
@@ -336,7 +337,8 @@ def compact(
             f"({broken[0]}); nothing was written. Please report this."
         )
         raise Failure(msg)
-    data = _document(kept, transcript.format, transcript.envelope)
+    lost: list[str] = []
+    data = _document(kept, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     original = {id(component) for component in transcript.components}
     fresh = _fresh_units(kept, original, transcript.format)
@@ -360,6 +362,9 @@ def compact(
     report.print(
         f"wrote {changes.plural(len(changes.after))} to {where}", soft_wrap=True, highlight=False
     )
+    note = lost_note(lost)
+    if note is not None:
+        report.print(note, soft_wrap=True, highlight=False, markup=False)
     if strategy == "budget" and budget is not None and compacted.token_count > budget:
         report.print(
             f"warning: the result is {compacted.token_count:,} tokens, over --budget "

@@ -148,6 +148,17 @@ def compact_report(
     return Group(title, figures, details)
 
 
+def lost_note(lost: Sequence[str]) -> str | None:
+    """The warning line for what the output format could not carry (``None``: nothing)."""
+    if not lost:
+        return None
+    shown = "; ".join(lost[:3]) + (f"; and {len(lost) - 3} more" if len(lost) > 3 else "")
+    return (
+        f"warning: the output format could not carry {_plural(len(lost), 'item')} of the "
+        f"input, left out: {shown}"
+    )
+
+
 def problems_table(
     source: str,
     provider: str,

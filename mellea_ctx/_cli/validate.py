@@ -8,7 +8,7 @@ from .._formats.history import Provider, repair_changes
 from .._formats.transcripts import _document
 from .changes import UNITS, compare, parse_output
 from .options import CONTEXT, format_option
-from .report import problems_table
+from .report import lost_note, problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
 from .transcripts import file_problems, load, located, to_stdout, write
 
@@ -77,7 +77,8 @@ def validate(
             raise click.exceptions.Exit(EXIT_FAILED)
         return
     repaired, changes = repair_changes(transcript.components, chosen)
-    data = _document(repaired, transcript.format, transcript.envelope)
+    lost: list[str] = []
+    data = _document(repaired, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
     rows = [(transcript.locations[index], text) for index, text in changes]
@@ -95,3 +96,6 @@ def validate(
             unchanged=diff.equal,
         )
     )
+    note = lost_note(lost)
+    if note is not None:
+        report.print(note, soft_wrap=True, highlight=False, markup=False)

@@ -383,16 +383,20 @@ def to_anthropic(
 
 
 def anthropic_document(
-    components: Iterable[Component], *, envelope: dict[str, Any] | None = None
+    components: Iterable[Component],
+    *,
+    envelope: dict[str, Any] | None = None,
+    lost: list[str] | None = None,
 ) -> list[Any] | dict[str, Any]:
     """Return a transcript in the Messages API's shape, as a file holds it.
 
     Without a system prompt or ``envelope`` (the other keys of a request body
     the file held) the transcript is the list of turns; otherwise an object
     ``{"system": ..., "messages": [...], ...}``. As for :func:`to_anthropic`,
-    a history that starts with the assistant gets a user turn in front.
+    a history that starts with the assistant gets a user turn in front, and
+    what the format cannot carry goes to ``lost`` (or a warning).
     """
-    system, messages = turns(components, opener=True)
+    system, messages = turns(components, opener=True, lost=lost)
     if system is None and envelope is None:
         return messages
     document: dict[str, Any] = dict(envelope or {})

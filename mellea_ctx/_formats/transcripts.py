@@ -239,11 +239,17 @@ def _document(
     components: Iterable[Component],
     fmt: TranscriptFormat,
     envelope: dict[str, Any] | None = None,
+    *,
+    lost: list[str] | None = None,
 ) -> bytes:
-    """Return ``components`` serialised in ``fmt`` (inside ``envelope``), as UTF-8 bytes."""
+    """Return ``components`` serialised in ``fmt`` (inside ``envelope``), as UTF-8 bytes.
+
+    ``lost`` collects what the format could not carry, as the writers' own
+    ``lost=`` does (without it, a :class:`~mellea_ctx.LossyConversionWarning`).
+    """
     if fmt == "anthropic" or fmt == "responses" or fmt == "gemini":
         if fmt == "anthropic":
-            document = anthropic_document(components, envelope=envelope)
+            document = anthropic_document(components, envelope=envelope, lost=lost)
         else:
             document = wire_document(components, fmt, envelope)
         try:
@@ -251,12 +257,12 @@ def _document(
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
             return (json.dumps(document, indent=2) + "\n").encode("ascii")
     if envelope is not None:
-        body = {**envelope, "messages": to_openai(components)}
+        body = {**envelope, "messages": to_openai(components, lost=lost)}
         try:
             return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:
             return (json.dumps(body, indent=2) + "\n").encode("ascii")
-    return _dumps(to_openai(components), fmt)
+    return _dumps(to_openai(components, lost=lost), fmt)
 
 
 def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
