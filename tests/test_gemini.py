@@ -23,6 +23,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._core.parts import ImagePart, OpaquePart, ThinkingPart
 from mellea_ctx._core.tokens import default_counter
+from mellea_ctx._formats.notes import provider_keys
 from tests._compact_quietly import compact_quietly
 from tests.strategies import compactors, llm_summarizers, token_budgets
 
@@ -140,7 +141,7 @@ class TestRoundTrip:
         assert [
             ThinkingPart("plan", signature="s1", provider="google", extra={"thought": True})
         ] == list(step.parts)
-        assert {"thoughtSignature": "s2"} == dict(step.tool_calls[0].extra)
+        assert {"thoughtSignature": "s2"} == provider_keys(step.tool_calls[0].extra)
 
     def test_pairs_by_name_and_order_without_ids(self) -> None:
         """Responses without ids answer the earliest unanswered call of their name."""

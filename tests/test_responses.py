@@ -31,14 +31,24 @@ ids = st.text("abcdef0123456789", min_size=1, max_size=6)
 
 
 @st.composite
-def input_parts(draw: Any) -> dict[str, Any]:
-    """One input content part of any documented kind."""
+def input_parts(draw: Any, *, tool: bool = False) -> dict[str, Any]:
+    """One input content part of any documented kind (``detail: null`` only in a tool output).
+
+    The SDK's ``ResponseInputImageParam.detail`` (a message's part) is not ``Optional``;
+    ``ResponseInputImageContentParam.detail`` (a tool output's part) is.
+    """
     kind = draw(st.sampled_from(["text", "image_url", "image_data", "image_file", "file", "data"]))
     if kind == "text":
         return {"type": "input_text", "text": draw(texts)}
     if kind == "image_url":
         part = {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "auto"}
-        return part if draw(st.booleans()) else {**part, "detail": None}
+        if draw(st.booleans()):
+            return part
+        return (
+            {**part, "detail": None}
+            if tool
+            else {"type": "input_image", "image_url": part["image_url"]}
+        )
     if kind == "image_data":
         return {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
     if kind == "image_file":
@@ -128,7 +138,7 @@ def steps(draw: Any, ids_: _Ids, *, valid: bool) -> list[dict[str, Any]]:
         if draw(st.booleans()):
             output: Any = draw(texts)
         else:
-            output = draw(st.lists(input_parts(), max_size=2))
+            output = draw(st.lists(input_parts(tool=True), max_size=2))
         outputs.append({"type": kind, "call_id": call["call_id"], "output": output})
     if not valid and draw(st.booleans()):
         outputs = outputs[: draw(st.integers(0, len(outputs)))]

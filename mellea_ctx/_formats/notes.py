@@ -27,6 +27,7 @@ from .._core.parts import thaw_json
 
 __all__ = [
     "NOTES",
+    "OPENER",
     "LossyConversionWarning",
     "note",
     "provider_keys",
@@ -36,6 +37,9 @@ __all__ = [
 
 #: The reserved ``extra`` key under which readers record wire-shape notes.
 NOTES: Final = "mellea_ctx"
+#: The text of the user turn a writer puts before a history that opens with the model
+#: where the provider wants a user turn first (a compactor's cut can leave one).
+OPENER: Final = "(earlier conversation)"
 
 
 class LossyConversionWarning(UserWarning):

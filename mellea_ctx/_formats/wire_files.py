@@ -87,7 +87,11 @@ def wire_document(
     """Return ``components`` in ``fmt``, inside ``body``'s other keys when there was a body."""
     if fmt == "responses":
         items = responses.to_responses(components)
-        return items if body is None else {**body, "input": items}
+        if body is None:
+            return items
+        if isinstance(body.get("input"), str) and _one_user_text(items):
+            return {**body, "input": items[0]["content"]}  # as it came: one user text
+        return {**body, "input": items}
     written = gemini.to_gemini(components)
     if body is None:
         return written["contents"]
@@ -95,15 +99,23 @@ def wire_document(
     return {**rest, **written}
 
 
+def _one_user_text(items: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``items`` is the one user text a body's string ``input`` stands for."""
+    return (
+        len(items) == 1
+        and set(items[0]) == {"role", "content"}
+        and items[0]["role"] == "user"
+        and isinstance(items[0]["content"], str)
+    )
+
+
 def problems(components: Sequence[Component], fmt: WireFormat) -> list[tuple[int, str]]:
     """Return ``(component index, problem)`` for each way ``components`` break ``fmt``'s rules."""
     if fmt == "responses":
-        owners: list[int] = []
-        for index, component in enumerate(components):
-            owners += [index] * len(responses.to_responses([component]))
-        lines = validate_responses(responses.to_responses(components))
+        items, owners, _ = responses._write(components)
+        lines = validate_responses(items)
     else:
-        body, owners = gemini._write(components)
+        body, owners, _ = gemini._write(components)
         lines = validate_gemini(body) if body["contents"] else []
     out = []
     for line in lines:
