@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -23,7 +24,10 @@ from mellea_ctx import (
     OpenAIResponsesBackend,
     ToolCall,
     ToolMessage,
+    Usage,
     WindowCompactor,
+    components_from_json,
+    components_to_json,
     from_anthropic,
     from_gemini,
     from_openai,
@@ -38,6 +42,8 @@ from mellea_ctx import (
 from mellea_ctx._cli.app import cli
 from mellea_ctx._formats import wire_files
 from mellea_ctx._formats.notes import NOTES, OPENER
+from tests._redis import redis_server_fixture  # noqa: F401 (a fixture)
+from tests._stores import store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 from tests.providers.responses_server import ResponsesWireServer
 
 USER = {"role": "user", "parts": [{"text": "Weather in Paris?"}]}
@@ -498,3 +504,42 @@ class TestStrictValidators:
         """Each unknown key or wrong type is a problem."""
         lines = validate_responses([item])
         assert any(fragment in line for line in lines), lines
+
+
+class TestUsageCacheFields:
+    """Item 9. `Usage.cache_read_tokens` / `cache_write_tokens` are what a provider billed
+    (OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens` and
+    `cache_creation_input_tokens`): storing them must not drop them."""
+
+    USAGE = Usage(1_000, 20, cache_read_tokens=900, cache_write_tokens=64)
+
+    def test_components_to_json_keeps_them(self) -> None:
+        """A round trip through JSON records gives the same usage."""
+        out = components_from_json(components_to_json([ModelOutputThunk("ok", usage=self.USAGE)]))
+        assert self.USAGE == out[0].usage
+
+    def test_records_written_before_them_still_load(self) -> None:
+        """An old record of three counts loads, with the cache fields unknown."""
+        out = components_from_json('[{"kind":"output","value":"x","usage":[1,2,3]}]')
+        assert Usage(1, 2, 3) == out[0].usage
+
+    def test_every_store_keeps_them(self, store: Any) -> None:
+        """Memory, SQLite and Redis stores, sync and async, load what they were given."""
+        store.append("s1", [ModelOutputThunk("ok", usage=self.USAGE)], expected_version=0)
+        assert self.USAGE == store.load("s1").components[0].usage
+
+
+class TestThunkSubclasses:
+    """Item 16. A subclass made with `@attrs.define` is built like its base, as `Message`'s
+    are (attrs generates the subclass's own `__init__` from the fields)."""
+
+    def test_built_from_a_value(self) -> None:
+        """`MyThunk("", usage=...)` and `MyThunk("hi")` work."""
+
+        @attrs.define
+        class MyThunk(ModelOutputThunk):
+            pass
+
+        usage = Usage(10, 2)
+        assert (usage, (), "") == (MyThunk("", usage=usage).usage, MyThunk("").parts, "")
+        assert ModelOutputThunk("hi").parts == MyThunk("hi").parts
