@@ -50,7 +50,7 @@ def user_parts(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def model_turn(draw: Any, number: list[int], *, ids: bool) -> tuple[dict[str, Any], list[Any]]:
-    """A model content (thoughts, text, then calls) and the calls it made."""
+    """A model content (thoughts, text, calls, perhaps text among or after them) and its calls."""
     parts: list[dict[str, Any]] = []
     if draw(st.booleans()):
         parts.append({"text": draw(texts), "thought": True, "thoughtSignature": draw(signatures)})
@@ -72,6 +72,10 @@ def model_turn(draw: Any, number: list[int], *, ids: bool) -> tuple[dict[str, An
             part["thoughtSignature"] = draw(signatures)
         parts.append(part)
         calls.append(call)
+    if calls and draw(st.integers(0, 3)) == 0:  # a part after the calls: still one model turn
+        parts.insert(
+            draw(st.integers(len(parts) - len(calls) + 1, len(parts))), {"text": draw(texts)}
+        )
     return {"role": "model", "parts": parts}, calls
 
 

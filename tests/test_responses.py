@@ -64,7 +64,8 @@ def messages(draw: Any, role: str) -> dict[str, Any]:
     if draw(st.booleans()):
         return {"role": role, "content": draw(texts)}
     item = {"type": "message", "role": role, "content": draw(st.lists(input_parts(), max_size=3))}
-    return item if draw(st.booleans()) else {**item, "id": "msg_" + draw(ids)}
+    # an input message has no "id" (the SDK's EasyInputMessageParam and Message); a status
+    return item if draw(st.booleans()) else {**item, "status": "completed"}
 
 
 @st.composite
@@ -171,9 +172,17 @@ class TestRoundTrip:
         assert before == items
 
     def test_unknown_items_and_parts_are_opaque(self) -> None:
-        """An item type and a content part we do not model come back verbatim."""
+        """An item type and a content part we do not model come back verbatim.
+
+        A content part of a type the Responses API does not define (Chat's
+        ``input_audio``) is not sent: the API refuses it, and ``lost=`` says so.
+        """
+        lost: list[str] = []
+        alien = [{"role": "user", "content": [{"type": "input_audio", "x": 1}]}]
+        assert [{"role": "user", "content": []}] == to_responses(from_responses(alien), lost=lost)
+        assert ["component 0: an opaque openai block of type 'input_audio'"] == lost
         items = [
-            {"type": "message", "role": "user", "content": [{"type": "input_audio", "x": 1}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_file", "file_id": 5}]},
             {"type": "mcp_call", "id": "mcp_1", "name": "q", "server_label": "s"},
             {"type": "item_reference", "id": "msg_9"},
         ]

@@ -488,6 +488,10 @@ class _Writer:
             blocks = [*parts, *calls]
         return [block for block in blocks if block is not None]
 
+    def empty(self, role: str) -> None:
+        """Report a content left out for having no parts (Gemini refuses an empty one)."""
+        self.lost.append(f"{self.where}: a {role} content with nothing Gemini can hold")
+
     def content_keys(self, component: Component) -> None:
         """Report the keys of ``component`` a ``Content`` cannot hold (only role and parts)."""
         for key in provider_keys(component.extra):
@@ -565,7 +569,9 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], 
         writer.content_keys(component)
         if component.role == "assistant":
             parts = writer.model(component)
-            if component.tool_calls and contents and contents[-1]["role"] == "model":
+            if not parts:
+                writer.empty("model")
+            elif component.tool_calls and contents and contents[-1]["role"] == "model":
                 # a call turn must follow a user turn: after a cut, join the model turn before
                 contents[-1]["parts"] += parts
             else:
@@ -574,9 +580,11 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], 
             answers, run = None, len(contents)
             names.update((call.id, call.name) for call in component.tool_calls)
             idless.update(c.id for c in component.tool_calls if note(c.extra, "id") == "absent")
-        else:
-            contents.append({"role": "user", "parts": writer.parts(component.parts)})
+        elif parts := writer.parts(component.parts):
+            contents.append({"role": "user", "parts": parts})
             owners.append(start + offset)
+        else:
+            writer.empty("user")
     if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
         # "function call turn comes immediately after a user turn or after a function
         # response turn": a history cut before its first user turn gets one, as to_anthropic

@@ -86,7 +86,10 @@ OUTPUTS: Final = {output: call for call, output in CALLS.items()}
 # 'input[0].content[0].cache_control'."
 #: The fields of each input item type we write from components.
 ITEM_FIELDS: Final = {
-    "message": frozenset({"type", "role", "content", "id", "status", "phase"}),
+    # a user, system or developer message (EasyInputMessageParam, Message): no "id"
+    "message": frozenset({"type", "role", "content", "status", "phase"}),
+    # an assistant message (ResponseOutputMessageParam)
+    "output_message": frozenset({"type", "role", "content", "id", "status", "phase"}),
     "function_call": frozenset(
         {"type", "call_id", "name", "arguments", "id", "status", "namespace", "caller", "async"}
     ),
@@ -217,6 +220,12 @@ def _read_file(block: Mapping[str, Any]) -> Part:
     if data is None and file_id is None and url is None:
         return OpaquePart(PROVIDER, block)
     extra = _kept(block, keys)
+    match = _DATA_URI.fullmatch(data) if data is not None else None
+    if match is not None:  # base64 and its type apart, as every other reader gives them
+        data, media = match["data"], match["media"]
+        return DocumentPart(
+            data=data, media_type=media, file_id=file_id, url=url, name=name, extra=extra
+        )
     return DocumentPart(data=data, file_id=file_id, url=url, name=name, extra=extra)
 
 
@@ -416,7 +425,7 @@ class _Writer:
         allowed = fields.get(kind, frozenset())
         kept = {}
         for key, value in provider_keys(extra).items():
-            if key in allowed and (key != "type" or value == kind):
+            if key in allowed and (key != "type" or value == kind.removeprefix("output_")):
                 kept[key] = value
             else:
                 self.lost.append(
@@ -452,7 +461,7 @@ class _Writer:
                     return None
                 block = {"type": "input_file"}
                 sources = (
-                    ("file_data", part.data),
+                    ("file_data", _file_data(part)),
                     ("file_id", part.file_id),
                     ("file_url", part.url),
                     ("filename", part.name),
@@ -461,7 +470,9 @@ class _Writer:
                     if value is not None:
                         block[key] = value
                 return {**block, **self.keys(part.extra, "input_file", PART_FIELDS)}
-            case OpaquePart() if part.provider == PROVIDER:
+            case OpaquePart() if part.provider == PROVIDER and part.type in PART_FIELDS:
+                # verbatim; Chat's parts are "openai" too, and only the types the Responses
+                # API defines for content can go back (Chat's input_audio cannot)
                 return thaw_json(part.block)  # type: ignore[no-any-return]
             case OpaquePart():
                 what = f"an opaque {part.provider} block of type {part.type!r}"
@@ -531,7 +542,7 @@ class _Writer:
         while lead < len(parts) and _is_item_part(parts[lead]):
             lead += 1
         items = [item for item in map(self.item_part, parts[:lead]) if item is not None]
-        extra = self.keys(component.extra, "message", ITEM_FIELDS)
+        extra = self.keys(component.extra, "output_message", ITEM_FIELDS)
         if "role" in extra or parts[lead:]:
             content = self.content(parts[lead:], "assistant", component.structured)
             rest = {key: value for key, value in extra.items() if key != "role"}
@@ -555,6 +566,13 @@ class _Writer:
         content = self.content(component.parts, role, component.structured)
         extra = self.keys(component.extra, "message", ITEM_FIELDS)
         return {"role": role, "content": content, **extra}
+
+
+def _file_data(part: DocumentPart) -> str | None:
+    """An ``input_file``'s ``file_data``: a ``data:`` URI when the media type is known."""
+    if part.data is None or part.media_type is None:
+        return part.data
+    return f"data:{part.media_type};base64,{part.data}"
 
 
 def _is_item_part(part: Part) -> bool:

@@ -60,7 +60,12 @@ _STATUS: Final = ("in_progress", "completed", "incomplete")
 #: allowed; ``None`` only where the SDK says ``Optional`` (and in a tool output's parts,
 #: whose types make every optional field ``Optional``).
 _OPTIONAL: Final[dict[str, dict[str, tuple[Any, ...]]]] = {
-    "message": {"id": (str,), "status": _STATUS, "phase": ("commentary", "final_answer", None)},
+    "message": {"status": _STATUS, "phase": ("commentary", "final_answer", None)},
+    "output_message": {
+        "id": (str,),
+        "status": _STATUS,
+        "phase": ("commentary", "final_answer", None),
+    },
     "function_call": {
         "id": (str,),
         "status": _STATUS,
@@ -208,7 +213,8 @@ def _shape(item: object, kind: str | None, where: str) -> list[str]:
         ]
     if kind in ITEM_FIELDS and item.get("type", kind) != kind:
         return [f"{where}: type={short_repr(item['type'])} must be {kind!r}"]
-    keys = _keys(item, kind, where)
+    assistant = kind == "message" and item.get("role") == "assistant"
+    keys = _keys(item, "output_message" if assistant else kind, where)
     if kind == "message":
         role = item.get("role")
         if role not in _ROLES:
