@@ -32,10 +32,11 @@ ids = st.text("abcdef0123456789", min_size=1, max_size=6)
 
 @st.composite
 def input_parts(draw: Any, *, tool: bool = False) -> dict[str, Any]:
-    """One input content part of any documented kind (``detail: null`` only in a tool output).
+    """One input content part of any documented kind (``detail: null`` only when ``tool``).
 
-    The SDK's ``ResponseInputImageParam.detail`` (a message's part) is not ``Optional``;
-    ``ResponseInputImageContentParam.detail`` (a tool output's part) is.
+    The SDK's ``ResponseInputImageParam.detail`` (a message's or a custom tool output's
+    part) is not ``Optional``; ``ResponseInputImageContentParam.detail`` (a
+    ``function_call_output``'s part) is.
     """
     kind = draw(st.sampled_from(["text", "image_url", "image_data", "image_file", "file", "data"]))
     if kind == "text":
@@ -139,7 +140,8 @@ def steps(draw: Any, ids_: _Ids, *, valid: bool) -> list[dict[str, Any]]:
         if draw(st.booleans()):
             output: Any = draw(texts)
         else:
-            output = draw(st.lists(input_parts(tool=True), max_size=2))
+            nullable = kind == "function_call_output"  # ResponseInputImageContentParam
+            output = draw(st.lists(input_parts(tool=nullable), max_size=2))
         outputs.append({"type": kind, "call_id": call["call_id"], "output": output})
     if not valid and draw(st.booleans()):
         outputs = outputs[: draw(st.integers(0, len(outputs)))]

@@ -505,6 +505,23 @@ class TestStrictValidators:
         lines = validate_responses([item])
         assert any(fragment in line for line in lines), lines
 
+    def test_responses_null_detail_only_in_a_function_call_output(self) -> None:
+        """`detail: null` is `Optional` in a `function_call_output`'s image
+        (`ResponseInputImageContentParam`), not in a custom output's (`ResponseInputImageParam`)."""
+        image = {"type": "input_image", "image_url": "https://x.test/a.png", "detail": None}
+        calls = [
+            {"type": "function_call", "call_id": "f", "name": "n", "arguments": "{}"},
+            {"type": "custom_tool_call", "call_id": "c", "name": "n", "input": ""},
+        ]
+        outputs = [
+            {"type": "function_call_output", "call_id": "f", "output": [image]},
+            {"type": "custom_tool_call_output", "call_id": "c", "output": [image]},
+        ]
+        assert [
+            "item 4 output content[0]: input_image detail=None must be one of "
+            "['low', 'high', 'auto', 'original']"
+        ] == validate_responses([{"role": "user", "content": "go"}, *calls, *outputs])
+
 
 class TestUsageCacheFields:
     """Item 9. `Usage.cache_read_tokens` / `cache_write_tokens` are what a provider billed

@@ -35,13 +35,15 @@ from mellea_ctx import (
     validate_gemini,
     validate_responses,
 )
+from mellea_ctx._core.tokens import default_counter
 from mellea_ctx._formats import wire_files
 from tests import test_gemini, test_responses
 from tests._compact_quietly import compact_quietly
 from tests.formats.wire import anthropic_documents, openai_messages
 from tests.sdk_strict import gemini_problems, responses_input_problems
-from tests.strategies import compactors, llm_summarizers
+from tests.strategies import compactors, llm_summarizers, token_budgets
 from tests.test_cli_wire_formats import GEMINI_BODY, RESPONSES_BODY
+from tests.test_tiers import new_compactors
 
 CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
 
@@ -63,6 +65,7 @@ histories = st.one_of(
     anthropic_documents().map(_anthropic),
     openai_messages().map(from_openai),
 )
+#: Window, threshold, clear-results, superseded-results, tiered and (scripted) summarize.
 every_compactor = st.one_of(
     compactors,
     st.builds(
@@ -70,6 +73,7 @@ every_compactor = st.one_of(
         keep_last=st.integers(0, 2),
         min_clear_tokens=st.just(0),
     ),
+    new_compactors,
     llm_summarizers().map(lambda summarizer: summarizer.compactor),
 )
 
@@ -117,6 +121,17 @@ class TestEveryCompactorEveryWriter:
             check_gemini(out)
             check_responses(out)
 
+    @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def test_after_a_token_budget(self, data: st.DataObject) -> None:
+        """TokenBudgetCompactor (scripted summaries) too."""
+        components = data.draw(histories)
+        total = sum(default_counter().count(c) for c in components)
+        out = compact_quietly(data.draw(token_budgets(max(total, 1))).compactor, components)
+        if _sendable(out):
+            check_gemini(out)
+            check_responses(out)
+
 
 class TestReadThenWrite:
     """Lossless (DESIGN invariant 12): a file in these formats comes back as the same JSON."""
@@ -146,3 +161,60 @@ class TestReadThenWrite:
         assert [] == responses_input_problems(items)
         assert [] == validate_responses(items)
         assert items == to_responses(from_responses(copy.deepcopy(items)))
+
+
+def _aliases(model: Any) -> frozenset[str]:
+    from pydantic.alias_generators import to_camel
+
+    return frozenset(field.alias or to_camel(name) for name, field in model.model_fields.items())
+
+
+def _typed_keys(*kinds: Any) -> frozenset[str]:
+    return frozenset(key for kind in kinds for key in kind.__annotations__)
+
+
+class TestFieldListsAreTheSdks:
+    """The field lists the writers and validators use are the official SDKs' own."""
+
+    def test_gemini(self) -> None:
+        """`CONTENT_FIELDS`, `PART_FIELDS`, `INNER_FIELDS` are google-genai's JSON names."""
+        from google.genai import types
+
+        from mellea_ctx._formats import gemini
+
+        assert _aliases(types.Content) == gemini.CONTENT_FIELDS
+        assert _aliases(types.Part) == gemini.PART_FIELDS
+        inner = {
+            "functionCall": types.FunctionCall,
+            "functionResponse": types.FunctionResponse,
+            "inlineData": types.Blob,
+            "fileData": types.FileData,
+            "executableCode": types.ExecutableCode,
+            "codeExecutionResult": types.CodeExecutionResult,
+        }
+        assert {key: _aliases(model) for key, model in inner.items()} == gemini.INNER_FIELDS
+
+    def test_responses(self) -> None:
+        """`ITEM_FIELDS` and `PART_FIELDS` are the keys of openai's input TypedDicts."""
+        from openai.types import responses as r
+        from openai.types.responses import response_input_item_param as item
+
+        from mellea_ctx._formats import responses
+
+        assert {
+            "message": _typed_keys(r.EasyInputMessageParam, item.Message),
+            "output_message": _typed_keys(r.ResponseOutputMessageParam),
+            "function_call": _typed_keys(r.ResponseFunctionToolCallParam),
+            "function_call_output": _typed_keys(item.FunctionCallOutput),
+            "custom_tool_call": _typed_keys(r.ResponseCustomToolCallParam),
+            "custom_tool_call_output": _typed_keys(r.ResponseCustomToolCallOutputParam),
+            "reasoning": _typed_keys(r.ResponseReasoningItemParam),
+            "compaction": _typed_keys(r.ResponseCompactionItemParamParam),
+        } == responses.ITEM_FIELDS
+        assert {
+            "input_text": _typed_keys(r.ResponseInputTextParam, r.ResponseInputTextContentParam),
+            "input_image": _typed_keys(r.ResponseInputImageParam, r.ResponseInputImageContentParam),
+            "input_file": _typed_keys(r.ResponseInputFileParam, r.ResponseInputFileContentParam),
+            "output_text": _typed_keys(r.ResponseOutputTextParam),
+            "refusal": _typed_keys(r.ResponseOutputRefusalParam),
+        } == responses.PART_FIELDS

@@ -181,9 +181,12 @@ def validate_gemini(
       and ``data``), ``fileData`` (``fileUri``), ``functionCall``,
       ``functionResponse``, ``executableCode``, ``codeExecutionResult``; a
       ``thoughtSignature`` is a string;
+    * a content, a part and a part's data hold only the fields google-genai's
+      types define, each of its JSON type (``systemInstruction`` too);
     * a ``functionCall`` (``name``, object ``args``) is in a ``model``
-      content that comes right after a ``user`` content; a ``functionResponse``
-      (``name``, object ``response``) is in a ``user`` content;
+      content that comes right after a ``user`` content (never first); a
+      ``functionResponse`` (``name``, object ``response``) is in a ``user``
+      content; neither holds ``NaN`` or ``Infinity``;
     * the content after a model turn with calls answers every call, by
       ``id`` when the calls have ids, else by name and order, and a content
       of responses answers the model turn right before it; the last model

@@ -238,7 +238,10 @@ def _shape_of(item: Mapping[str, Any], kind: str, where: str) -> list[str]:
             problems.append(f"{where}: a {kind} needs 'call_id' as a non-empty string")
         output = item.get("output")
         if type(output) is not str:
-            problems += _content(output, "tool", f"{where} output")
+            # a function_call_output's parts (ResponseInputImageContentParam...) make their
+            # optional fields nullable; a custom output's (ResponseInputImageParam...) do not
+            role = "tool" if kind == "function_call_output" else "user"
+            problems += _content(output, role, f"{where} output")
         return problems
     if kind == "reasoning":
         return _reasoning(item, where)
@@ -269,6 +272,9 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
       ``refusal`` for the assistant); a ``function_call`` has ``call_id``,
       ``name`` and ``arguments``; a ``reasoning`` item its ``id`` and
       ``summary``; a ``compaction`` item its ``encrypted_content``;
+    * an item or part holds only the keys the SDK's TypedDict for it defines
+      (an input message no ``id``), and its optional fields have their types
+      and literal values;
     * every ``function_call_output`` answers an earlier ``function_call`` by
       ``call_id`` (a ``custom_tool_call_output`` a ``custom_tool_call``), once;
       call ids are unique;
