@@ -41,7 +41,11 @@ RELAXED = frozenset(
         ("ResponseInputImageParam", "detail"),
     }
 )
-_WRAPPERS = {typing_extensions.Required, typing_extensions.NotRequired, typing.Required}
+_WRAPPERS = {
+    typing_extensions.Required,
+    typing_extensions.NotRequired,
+    *(getattr(typing, name) for name in ("Required", "NotRequired") if hasattr(typing, name)),
+}
 _SEQUENCES = {list, Sequence, Iterable, typing.List}  # noqa: UP006 (the SDK spells it so)
 
 
