@@ -21,6 +21,7 @@ from mellea_ctx import (
     ClearToolResultsCompactor,
     Message,
     ModelOutputThunk,
+    OpaquePart,
     OpenAIResponsesBackend,
     ToolCall,
     ToolMessage,
@@ -141,6 +142,35 @@ class TestGeminiOpensWithACall:
         body = to_gemini(kept)
         assert {"role": "user", "parts": [{"text": OPENER}]} == body["contents"][0]
         assert [] == validate_gemini(body)
+
+
+class TestGeminiEmptyContents:
+    """Gemini refuses a content without parts ("contents.parts must not be empty") and a call
+    turn after a model turn; a message Gemini can hold nothing of is left out, and reported."""
+
+    def test_a_call_after_model_turns_joined_by_empty_user_turns(self) -> None:
+        """Found by the property: the user turns between model turns held only Anthropic
+        search results; the model turns and the call become one content after a user turn."""
+        search = OpaquePart("anthropic", {"type": "search_result", "source": "s", "content": []})
+        lost: list[str] = []
+        body = to_gemini(
+            [
+                Message("user", "go"),
+                Message("assistant", "a"),
+                Message("user", [search]),
+                Message("assistant", "b"),
+                Message("user", [search]),
+                ModelOutputThunk(tool_calls=[ToolCall("toolu_0", "ls")]),
+            ],
+            lost=lost,
+        )
+        assert [] == validate_gemini(body)
+        assert [
+            {"text": "a"},
+            {"text": "b"},
+            {"functionCall": {"name": "ls", "args": {}, "id": "toolu_0"}},
+        ] == body["contents"][1]["parts"]
+        assert 4 == len(lost)  # two opaque blocks, two user contents left empty
 
 
 class TestKeysThatBelongElsewhere:

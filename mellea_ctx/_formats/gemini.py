@@ -572,8 +572,15 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], 
             if not parts:
                 writer.empty("model")
             elif component.tool_calls and contents and contents[-1]["role"] == "model":
-                # a call turn must follow a user turn: after a cut, join the model turn before
-                contents[-1]["parts"] += parts
+                # a call turn must follow a user turn: after a cut (or a user turn left
+                # empty), join the run of model turns before it into one
+                first = len(contents) - 1
+                while first > 0 and contents[first - 1]["role"] == "model":
+                    first -= 1
+                for joined in contents[first + 1 :]:
+                    contents[first]["parts"] += joined["parts"]
+                del contents[first + 1 :], owners[first + 1 :]
+                contents[first]["parts"] += parts
             else:
                 contents.append({"role": "model", "parts": parts})
                 owners.append(start + offset)
