@@ -7,6 +7,7 @@ the provider takes, and a file read then written must come back as it was.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import math
@@ -325,6 +326,20 @@ class TestCustomToolCalls:
         outputs = [item for item in sent if item.get("call_id") == "c1"]
         assert ["custom_tool_call", "custom_tool_call_output"] == [i["type"] for i in outputs]
         assert "applied" == outputs[1]["output"]
+
+    def test_a_custom_call_of_a_tool_of_two_arguments_is_an_error_result(self) -> None:
+        """Free-form text fills one argument only: the model gets an error naming them."""
+        from mellea_ctx._agent.react import _run_tool
+
+        @tool
+        def edit(path: str, patch: str) -> str:
+            """Edit a file."""
+            return "edited"
+
+        call = ToolCall("c1", "edit", "*** x", extra={"type": "custom_tool_call"})
+        text, error = asyncio.run(_run_tool({"edit": edit}, call))
+        assert error is not None
+        assert "free-form text, which goes to a tool of one argument; it takes patch, path" in text
 
 
 class _CustomServer(ResponsesWireServer):

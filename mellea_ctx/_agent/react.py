@@ -106,7 +106,7 @@ def _arguments(found: Tool, call: ToolCall) -> str:
     if len(names) != 1:
         msg = (
             f"tool {found.name}: a custom tool call's input is free-form text, which goes to a "
-            f"tool of one argument; it takes {', '.join(names) or 'no arguments'}"
+            f"tool of one argument; it takes {', '.join(sorted(names)) or 'no arguments'}"
         )
         raise ToolArgumentError(msg)
     return json.dumps({names[0]: call.arguments})
