@@ -11,6 +11,7 @@ import asyncio
 import copy
 import json
 import math
+import warnings
 from typing import Any
 
 import attrs
@@ -273,6 +274,13 @@ class TestKeysThatBelongElsewhere:
         assert "annotations" in keys  # the Responses API's own key goes back
         for word in ("cache_control", "citations", "index", "thoughtSignature", "is_error"):
             assert any(word in line for line in lost), (word, lost)
+
+    def test_the_validators_judge_components_without_a_warning(self) -> None:
+        """Validating components (as the writers send them) is not a conversion to report."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            validate_gemini(self._foreign())
+            validate_responses(self._foreign())
 
     def test_without_lost_one_warning(self) -> None:
         """The loss policy of the other writers: one LossyConversionWarning without `lost=`."""

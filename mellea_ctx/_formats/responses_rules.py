@@ -298,7 +298,7 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
     """
     listed: list[Any] = list(items)
     if any(isinstance(item, Component) for item in listed):
-        listed = to_responses(listed)
+        listed = to_responses(listed, lost=[])  # judged as written
     kinds = [_item_kind(item) for item in listed]
     problems: list[str] = []
     calls: dict[str, tuple[int, str]] = {}  # call_id -> (item index, kind)
