@@ -1,25 +1,50 @@
-"""A strict reader over the official SDKs' own request types: unknown keys refused.
+"""A strict reader over the official SDKs' own request types: oracles for what we write.
 
 The ``anthropic`` and ``openai`` SDKs describe every request body as
-``TypedDict`` classes (``MessageParam``, ``ChatCompletionMessageParam``...).
-Python does not check them, and pydantic ignores unknown keys of a TypedDict
-it did not declare; the APIs refuse them ("Extra inputs are not permitted").
-:func:`problems` reads a JSON value against such an annotation strictly: every
-key must be one the TypedDict declares, every required key present, every
-``Literal`` one of its values, each union satisfied by at least one member.
-Nothing here is written from our code: the annotations are the SDK's.
+``TypedDict`` classes (``MessageParam``, ``ChatCompletionMessageParam``,
+``ResponseInputParam``...). Python does not check them, and pydantic ignores
+unknown keys of a TypedDict it did not declare (and reads an ``Iterable``
+lazily, its items unchecked); the APIs refuse them ("Extra inputs are not
+permitted"). :func:`problems` reads a JSON value against such an annotation
+strictly: every key must be one the TypedDict declares, every required key
+present, every ``Literal`` one of its values, each union satisfied by at least
+one member. Nothing here is written from our code: the annotations are the SDK's.
+
+Four ``Required`` keys are relaxed (:data:`RELAXED`), each one the Responses
+API reference documents as optional in an input: an assistant message's
+``id`` and ``status`` and its ``output_text``'s ``annotations`` (the
+conversation-state guide sends ``{"role": "assistant", "content": ...}`` back
+without them), and an ``input_image``'s ``detail`` ("Defaults to `auto`").
+
+:func:`gemini_problems` validates each content (and ``systemInstruction``)
+with google-genai's pydantic ``types.Content`` from the JSON text, as the wire
+carries it: its models forbid extra keys (``extra="forbid"``), and bytes
+fields (``thoughtSignature``, ``inlineData.data``) must be base64.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import json
 import types
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal, Union
 
+import pydantic
 import typing_extensions
 
-__all__ = ["problems"]
+__all__ = ["RELAXED", "gemini_problems", "problems", "responses_input_problems"]
+
+#: ``(TypedDict name, key)``: ``Required`` in the SDK, optional in the API reference.
+RELAXED = frozenset(
+    {
+        ("ResponseOutputMessageParam", "id"),
+        ("ResponseOutputMessageParam", "status"),
+        ("ResponseOutputTextParam", "annotations"),
+        ("ResponseInputImageParam", "detail"),
+    }
+)
 
 _SCALARS: dict[type, tuple[type, ...]] = {
     str: (str,),
@@ -78,13 +103,16 @@ def problems(value: Any, tp: Any, where: str = "$") -> list[str]:
     if origin in (Union, types.UnionType):
         members = typing.get_args(tp)
         found: list[str] = []
+        tagged: list[str] | None = None
         for member in members:
             member_problems = problems(value, member, where)
             if not member_problems:
-                return []
-            if _tagged(value, member):  # the member its "type" / "role" names
-                return member_problems
+                return []  # any member that reads it will do
+            if tagged is None and _tagged(value, member):  # the member its "type" names
+                tagged = member_problems
             found.append(min(member_problems, key=len))
+        if tagged is not None:
+            return tagged
         return [f"{where}: matches no member of the union: {found[:3]}"]
     if origin in (Literal, typing_extensions.Literal):
         return [] if value in typing.get_args(tp) else [f"{where}: {value!r:.60} not in {tp}"]
@@ -98,13 +126,14 @@ def problems(value: Any, tp: Any, where: str = "$") -> list[str]:
         out += [
             f"{where}: missing key {key!r} of {tp.__name__}"
             for key in tp.__required_keys__  # type: ignore[attr-defined]
-            if key not in value
+            if key not in value and (tp.__name__, key) not in RELAXED
         ]
         for key, inner in value.items():
             if key in hints:
                 out += problems(inner, hints[key], f"{where}.{key}")
         return out
-    if origin in (list, collections.abc.Iterable, collections.abc.Sequence, typing.Iterable):
+    sequence = (list, collections.abc.Iterable, collections.abc.Sequence, typing.Iterable)
+    if origin in sequence or getattr(origin, "__name__", "") == "SequenceNotStr":
         if not isinstance(value, list):
             return [f"{where}: {value!r:.60} is not an array"]
         (item,) = typing.get_args(tp) or (Any,)
@@ -121,3 +150,29 @@ def problems(value: Any, tp: Any, where: str = "$") -> list[str]:
     if isinstance(tp, type) and isinstance(value, tp):
         return []
     return [f"{where}: cannot read {value!r:.60} as {tp}"]
+
+
+def responses_input_problems(items: list[Any]) -> list[str]:
+    """The ways ``items`` break openai's ``ResponseInputParam``, read strictly (empty: none)."""
+    from openai.types.responses import ResponseInputParam
+
+    return problems(items, ResponseInputParam, "input")
+
+
+def gemini_problems(body: Mapping[str, Any]) -> list[str]:
+    """The ways a Gemini body breaks google-genai's ``types.Content`` (empty: none)."""
+    from google.genai import types
+
+    found = []
+    contents = [(f"contents[{i}]", c) for i, c in enumerate(body.get("contents", []))]
+    if "systemInstruction" in body:
+        contents.append(("systemInstruction", body["systemInstruction"]))
+    for where, content in contents:
+        try:
+            types.Content.model_validate_json(json.dumps(content, allow_nan=False))
+        except (ValueError, pydantic.ValidationError) as exc:
+            found.append(f"{where}: {exc}")
+    extra = set(body) - {"contents", "systemInstruction"}
+    if extra:
+        found.append(f"body: keys {sorted(extra)} are not ours to write")
+    return found

@@ -388,9 +388,12 @@ class TestOwnUnits:
         out = tmp_path / "o.json"
         done = run(["compact", str(source), "--window", "3", "--pin", "none", "-o", str(out)])
         assert 0 == done.exit_code, lines(done)
-        # the last 3 contents, and the call their responses answer
-        assert contents[-4:] == json.loads(out.read_text(encoding="utf-8"))["contents"]
-        assert "contents │ 7 │ 4" in lines(done)
+        # the last 3 contents, the call their responses answer, and the user turn Gemini
+        # needs before a call ("function call turn comes immediately after a user turn")
+        opener = {"role": "user", "parts": [{"text": "(earlier conversation)"}]}
+        written = json.loads(out.read_text(encoding="utf-8"))["contents"]
+        assert [opener, *contents[-4:]] == written
+        assert "contents │ 7 │ 5" in lines(done)
         assert "window widened to 4 contents: tool exchanges are kept whole" in lines(done)
         stats = lines(run(["stats", str(source), "--window", "3", "--pin", "none"]))
         assert "window │ --window 3 │ drops 3 contents" in stats

@@ -23,6 +23,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._core.parts import ImagePart, OpaquePart, ThinkingPart
 from mellea_ctx._core.tokens import default_counter
+from mellea_ctx._formats.notes import provider_keys
 from tests._compact_quietly import compact_quietly
 from tests.strategies import compactors, llm_summarizers, token_budgets
 
@@ -49,7 +50,7 @@ def user_parts(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def model_turn(draw: Any, number: list[int], *, ids: bool) -> tuple[dict[str, Any], list[Any]]:
-    """A model content (thoughts, text, then calls) and the calls it made."""
+    """A model content (thoughts, text, calls, perhaps text among or after them) and its calls."""
     parts: list[dict[str, Any]] = []
     if draw(st.booleans()):
         parts.append({"text": draw(texts), "thought": True, "thoughtSignature": draw(signatures)})
@@ -71,6 +72,10 @@ def model_turn(draw: Any, number: list[int], *, ids: bool) -> tuple[dict[str, An
             part["thoughtSignature"] = draw(signatures)
         parts.append(part)
         calls.append(call)
+    if calls and draw(st.integers(0, 3)) == 0:  # a part after the calls: still one model turn
+        parts.insert(
+            draw(st.integers(len(parts) - len(calls) + 1, len(parts))), {"text": draw(texts)}
+        )
     return {"role": "model", "parts": parts}, calls
 
 
@@ -140,7 +145,7 @@ class TestRoundTrip:
         assert [
             ThinkingPart("plan", signature="s1", provider="google", extra={"thought": True})
         ] == list(step.parts)
-        assert {"thoughtSignature": "s2"} == dict(step.tool_calls[0].extra)
+        assert {"thoughtSignature": "s2"} == provider_keys(step.tool_calls[0].extra)
 
     def test_pairs_by_name_and_order_without_ids(self) -> None:
         """Responses without ids answer the earliest unanswered call of their name."""

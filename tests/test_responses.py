@@ -31,14 +31,25 @@ ids = st.text("abcdef0123456789", min_size=1, max_size=6)
 
 
 @st.composite
-def input_parts(draw: Any) -> dict[str, Any]:
-    """One input content part of any documented kind."""
+def input_parts(draw: Any, *, tool: bool = False) -> dict[str, Any]:
+    """One input content part of any documented kind (``detail: null`` only when ``tool``).
+
+    The SDK's ``ResponseInputImageParam.detail`` (a message's or a custom tool output's
+    part) is not ``Optional``; ``ResponseInputImageContentParam.detail`` (a
+    ``function_call_output``'s part) is.
+    """
     kind = draw(st.sampled_from(["text", "image_url", "image_data", "image_file", "file", "data"]))
     if kind == "text":
         return {"type": "input_text", "text": draw(texts)}
     if kind == "image_url":
         part = {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "auto"}
-        return part if draw(st.booleans()) else {**part, "detail": None}
+        if draw(st.booleans()):
+            return part
+        return (
+            {**part, "detail": None}
+            if tool
+            else {"type": "input_image", "image_url": part["image_url"]}
+        )
     if kind == "image_data":
         return {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
     if kind == "image_file":
@@ -54,7 +65,8 @@ def messages(draw: Any, role: str) -> dict[str, Any]:
     if draw(st.booleans()):
         return {"role": role, "content": draw(texts)}
     item = {"type": "message", "role": role, "content": draw(st.lists(input_parts(), max_size=3))}
-    return item if draw(st.booleans()) else {**item, "id": "msg_" + draw(ids)}
+    # an input message has no "id" (the SDK's EasyInputMessageParam and Message); a status
+    return item if draw(st.booleans()) else {**item, "status": "completed"}
 
 
 @st.composite
@@ -128,7 +140,8 @@ def steps(draw: Any, ids_: _Ids, *, valid: bool) -> list[dict[str, Any]]:
         if draw(st.booleans()):
             output: Any = draw(texts)
         else:
-            output = draw(st.lists(input_parts(), max_size=2))
+            nullable = kind == "function_call_output"  # ResponseInputImageContentParam
+            output = draw(st.lists(input_parts(tool=nullable), max_size=2))
         outputs.append({"type": kind, "call_id": call["call_id"], "output": output})
     if not valid and draw(st.booleans()):
         outputs = outputs[: draw(st.integers(0, len(outputs)))]
@@ -161,9 +174,17 @@ class TestRoundTrip:
         assert before == items
 
     def test_unknown_items_and_parts_are_opaque(self) -> None:
-        """An item type and a content part we do not model come back verbatim."""
+        """An item type and a content part we do not model come back verbatim.
+
+        A content part of a type the Responses API does not define (Chat's
+        ``input_audio``) is not sent: the API refuses it, and ``lost=`` says so.
+        """
+        lost: list[str] = []
+        alien = [{"role": "user", "content": [{"type": "input_audio", "x": 1}]}]
+        assert [{"role": "user", "content": []}] == to_responses(from_responses(alien), lost=lost)
+        assert ["component 0: an opaque openai block of type 'input_audio'"] == lost
         items = [
-            {"type": "message", "role": "user", "content": [{"type": "input_audio", "x": 1}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_file", "file_id": 5}]},
             {"type": "mcp_call", "id": "mcp_1", "name": "q", "server_label": "s"},
             {"type": "item_reference", "id": "msg_9"},
         ]

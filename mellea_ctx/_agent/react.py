@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -68,8 +69,9 @@ from .._core.parts import TextPart
 from .._core.protocols import Backend, Compactor
 from .._core.reprs import short_repr
 from .._core.tool_tokens import request_overhead, request_tools
-from .._core.tools import Tool
+from .._core.tools import Tool, ToolArgumentError
 from .._formats.openai import validate_openai
+from .._formats.responses import answer_keys, is_custom_call
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
 from .loop_state import Loop, dialogue_of, finish_turn, request_only
 from .overflow import generate, tool_overhead
@@ -91,12 +93,26 @@ async def _run_tool(registry: Mapping[str, Tool], call: ToolCall) -> tuple[str, 
         error = f"there is no tool named {call.name!r}; the tools are: {names}"
         return f"error: {error}", error
     try:
-        return await found.ainvoke(call.arguments), None
+        return await found.ainvoke(_arguments(found, call)), None
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a tool's failure is a result for the model, not a crash
         error = f"{type(exc).__name__}: {exc}"
         return f"error: {error}", error
+
+
+def _arguments(found: Tool, call: ToolCall) -> str:
+    """The JSON arguments for ``found``: a custom call's free-form input is its one argument."""
+    if not is_custom_call(call):
+        return call.arguments
+    names = list(found.parameters.get("properties", {}))
+    if len(names) != 1:
+        msg = (
+            f"tool {found.name}: a custom tool call's input is free-form text, which goes to a "
+            f"tool of one argument; it takes {', '.join(sorted(names)) or 'no arguments'}"
+        )
+        raise ToolArgumentError(msg)
+    return json.dumps({names[0]: call.arguments})
 
 
 def _validate(
@@ -284,7 +300,8 @@ async def _turn(
         return output
     results = await asyncio.gather(*(_run_tool(registry, call) for call in output.tool_calls))
     for call, (text, error) in zip(output.tool_calls, results, strict=True):
-        loop.ctx = loop.ctx.add(ToolMessage(text, tool_call_id=call.id, name=call.name))
+        answer = ToolMessage(text, tool_call_id=call.id, name=call.name, extra=answer_keys(call))
+        loop.ctx = loop.ctx.add(answer)
         loop.emit("tool_called", tool=call.name, error=error)
     await finish_turn(loop)
     return None

@@ -217,6 +217,8 @@ def apply_clearing(
         assert isinstance(original, ToolMessage)
         size = count_memoized(counter, original)
         placeholder = ClearedToolResult.of(original, tokens=size, replaced=ctx, note=note)
+        if original.extra:  # the wire keys it answers in (a custom_tool_call_output's type)
+            placeholder = attrs.evolve(placeholder, extra=original.extra)
         gain = size - count_memoized(counter, placeholder)
         if gain > 0:
             swaps[index] = placeholder

@@ -336,8 +336,16 @@ class ModelOutputThunk(Component):
         ('assistant', 'Done.', 903)
     """
 
-    value: str | None = attrs.field(validator=_optional_value)
-    parts: tuple[Part, ...] = attrs.field(kw_only=True, converter=_thunk_parts)
+    value: str | None = attrs.field(default=None, validator=_optional_value)
+    # The default serves subclasses made with ``@attrs.define`` (their generated __init__
+    # has no derivation of parts from a value), so ``MyThunk("hi")`` works as Message's do.
+    parts: tuple[Part, ...] = attrs.field(
+        kw_only=True,
+        converter=_thunk_parts,
+        default=attrs.Factory(
+            lambda self: (TextPart(self.value),) if self.value else (), takes_self=True
+        ),
+    )
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), kw_only=True, converter=_thunk_calls)
     usage: Usage | None = attrs.field(default=None, kw_only=True, validator=_usage)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)

@@ -14,19 +14,29 @@ any ``thoughtSignature`` in ``extra``, calls as :class:`ToolCall` keeping
 theirs), each ``functionResponse`` as a :class:`ToolMessage`, any other
 ``user`` content as a :class:`Message`, and ``systemInstruction`` as a
 system message. A call without an ``id`` gets one, ``gemini-call-N``
-(:data:`SYNTHETIC_ID_PREFIX`), which :func:`to_gemini` leaves out again, and
-a response without an ``id`` answers the earliest unanswered call of that
-name in the model content before it. Parts we do not model
-(``executableCode``, ``codeExecutionResult``, ...) are :class:`OpaquePart`.
+(:data:`SYNTHETIC_ID_PREFIX`), noted as made up so that :func:`to_gemini`
+leaves it out again (a real id that starts the same way is kept), and a
+response without an ``id`` answers the earliest unanswered call of that name
+in the model content before it. Parts we do not model (``executableCode``,
+``codeExecutionResult``, ...) are :class:`OpaquePart`. A model content is one
+model step, whatever the order of its parts: when a part follows a call
+(``[functionCall, text]``), the order is noted and written back.
+``NaN`` and ``Infinity`` in ``args`` or ``response`` are refused: they are
+not JSON, and Gemini refuses them.
 
-Reading then writing is the identity, with three documented normalisations:
+Reading then writing is the identity, with two documented normalisations:
 a content without ``role`` is written with ``"role": "user"``; a user
 content that mixes function responses with other parts is written as two
-contents (responses first); and a model content whose text follows one of
-its calls is read as two model steps. Writing adds one: a model step with
-calls right after another model step (which a compactor's cut can leave,
-keeping an answer before the calls of a later turn) joins that step's
-content, since Gemini wants a function call turn right after a user turn.
+contents (responses first). Writing a history that did not come from
+Gemini as it was (a compactor's cut, another provider's context) adds what
+Gemini requires: a model step with calls right after another model step
+joins that step's content, and contents that open with a function call turn
+get a user turn in front (:data:`~mellea_ctx._formats.notes.OPENER`), since
+Gemini wants a function call turn right after a user turn. Only the fields
+Gemini's ``Content``, ``Part``, ``FunctionCall`` and ``FunctionResponse``
+define are written (:data:`PART_FIELDS`...); another provider's keys
+(``cache_control``, ``citations``, a Chat tool call's ``index``) and parts
+Gemini has no place for are left out and reported through ``lost=``.
 """
 
 from __future__ import annotations
@@ -44,19 +54,77 @@ from .._core.parts import (
     ImagePart,
     OpaquePart,
     Part,
+    RedactedThinkingPart,
     RefusalPart,
     TextPart,
     ThinkingPart,
     thaw_json,
 )
 from .._core.reprs import short_repr
+from .notes import OPENER, note, provider_keys, report_losses, with_notes
 
-__all__ = ["PROVIDER", "SYNTHETIC_ID_PREFIX", "from_gemini", "to_gemini"]
+__all__ = [
+    "CONTENT_FIELDS",
+    "DATA_FIELDS",
+    "INNER_FIELDS",
+    "PART_FIELDS",
+    "PROVIDER",
+    "SYNTHETIC_ID_PREFIX",
+    "from_gemini",
+    "to_gemini",
+]
 
 #: ``provider`` of the thinking and opaque parts read from Gemini contents.
 PROVIDER: Final = "google"
 #: The start of the id :func:`from_gemini` gives a call Gemini sent without one.
 SYNTHETIC_ID_PREFIX: Final = "gemini-call-"
+
+# The fields below are google-genai's ``types.Content``, ``types.Part`` and the types
+# of a part's data, by their JSON names (tests/test_wire_gemini_responses.py checks them
+# against the SDK). A key outside them is one Gemini refuses.
+#: The fields of a ``Content``.
+CONTENT_FIELDS: Final = frozenset({"role", "parts"})
+#: The fields of a ``Part`` that hold its data; a part holds exactly one.
+DATA_FIELDS: Final = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+)
+#: Every field of a ``Part``: its data and what may sit beside it.
+PART_FIELDS: Final = frozenset(
+    {
+        *DATA_FIELDS,
+        "thought",
+        "thoughtSignature",
+        "videoMetadata",
+        "partMetadata",
+        "mediaResolution",
+        "audioTranscription",
+        "mediaProcessing",
+        "speechMetadata",
+        "documentMetadata",
+        "spreadsheetMetadata",
+        "audioMetadata",
+    }
+)
+#: The fields of the object each data field of a part holds, where we write one.
+INNER_FIELDS: Final = {
+    "functionCall": frozenset({"id", "name", "args", "partialArgs", "willContinue"}),
+    "functionResponse": frozenset(
+        {"id", "name", "response", "parts", "scheduling", "willContinue"}
+    ),
+    "inlineData": frozenset({"mimeType", "data", "displayName"}),
+    "fileData": frozenset({"mimeType", "fileUri", "displayName"}),
+    "executableCode": frozenset({"id", "code", "language"}),
+    "codeExecutionResult": frozenset({"id", "outcome", "output"}),
+}
+_BESIDE: Final = PART_FIELDS - frozenset(DATA_FIELDS)
 
 
 def _fail(where: str, detail: str) -> InvalidContextError:
@@ -65,6 +133,26 @@ def _fail(where: str, detail: str) -> InvalidContextError:
 
 def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
     return {key: value for key, value in block.items() if key not in known}
+
+
+def _json_text(value: Mapping[str, Any], where: str, field: str) -> str:
+    try:  # NaN and Infinity are not JSON: Gemini refuses them
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        msg = f"{field}={short_repr(value)} holds NaN or Infinity, which JSON (and Gemini) refuse"
+        raise _fail(where, msg) from exc
+
+
+def _loads(text: str) -> Any:
+    """``text`` as JSON, or ``None`` when it is not JSON (``NaN`` and ``Infinity`` are not)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> Part | None:
@@ -122,18 +210,20 @@ def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
     inner = part["functionCall"]
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
         raise _fail(where, f"functionCall={short_repr(inner)} needs a non-empty 'name'")
-    call_id = inner.get("id")
+    given = inner.get("id")
     known: tuple[str, ...] = ("name", "args", "id")
-    if type(call_id) is not str or not call_id:
-        call_id = f"{SYNTHETIC_ID_PREFIX}{number}"
+    made_up = type(given) is not str or not given
+    call_id = f"{SYNTHETIC_ID_PREFIX}{number}" if made_up else str(given)
+    if made_up:
         known = ("name", "args")  # an invalid id stays under extra, verbatim
     args = inner.get("args")
     if "args" in inner and not isinstance(args, Mapping):
         known = tuple(k for k in known if k != "args")  # kept verbatim under extra
-    arguments = json.dumps(args, ensure_ascii=False) if isinstance(args, Mapping) else ""
-    return ToolCall(
-        call_id, inner["name"], arguments, extra=_inner_extra(part, "functionCall", known)
-    )
+    arguments = _json_text(args, where, "functionCall args") if isinstance(args, Mapping) else ""
+    extra = _inner_extra(part, "functionCall", known)
+    if made_up:
+        extra = with_notes(extra, id="absent")
+    return ToolCall(call_id, inner["name"], arguments, extra=extra)
 
 
 def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str) -> ToolMessage:
@@ -141,9 +231,11 @@ def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str)
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
         raise _fail(where, f"functionResponse={short_repr(inner)} needs a non-empty 'name'")
     name = inner["name"]
-    call_id = inner.get("id")
+    given = inner.get("id")
     known: tuple[str, ...] = ("name", "id", "response")
-    if type(call_id) is str and call_id:
+    made_up = not (type(given) is str and given)
+    call_id = str(given)
+    if not made_up:
         match = next((c for c in pending if c.id == call_id), None)
     else:
         known = ("name", "response")
@@ -154,8 +246,17 @@ def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str)
     response = inner.get("response")
     if not isinstance(response, Mapping):
         known = tuple(k for k in known if k != "response")
-    text = json.dumps(response, ensure_ascii=False) if isinstance(response, Mapping) else ""
+    text = (
+        _json_text(response, where, "functionResponse response")
+        if isinstance(response, Mapping)
+        else ""
+    )
     extra = _inner_extra(part, "functionResponse", known)
+    extra = with_notes(
+        extra,
+        id="absent" if made_up else None,
+        response="absent" if "response" not in inner else None,
+    )
     return ToolMessage(text, tool_call_id=call_id, name=name, extra=extra)
 
 
@@ -184,8 +285,9 @@ def from_gemini(
 
     Raises:
         InvalidContextError: For a content that is not an object with a
-            ``parts`` list, a role other than ``user`` or ``model``, or a call
-            or response without a name; the error names the content and part.
+            ``parts`` list, a role other than ``user`` or ``model``, a call
+            or response without a name, or ``NaN`` / ``Infinity`` in its
+            ``args`` or ``response``; the error names the content and part.
 
     Examples:
         >>> out = from_gemini([
@@ -210,10 +312,13 @@ def _read(
     if system_instruction is not None:
         if not isinstance(system_instruction, Mapping):
             raise _fail("systemInstruction", f"{short_repr(system_instruction)} must be an object")
-        parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
-        out.append(
-            Message("system", parts, extra=_rest(system_instruction, "parts"), structured=True)
-        )
+        try:
+            parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
+            extra = _rest(system_instruction, "parts")
+            out.append(Message("system", parts, extra=extra, structured=True))
+        except InvalidComponentError as exc:
+            raise _fail("systemInstruction", str(exc)) from exc
+        starts.append(-1)
     pending: list[ToolCall] = []
     calls = 0
     for index, content in enumerate(contents):
@@ -225,26 +330,23 @@ def _read(
         extra = _rest(content, "role", "parts")
         try:
             if role == "model":
+                # one model content is one model step, whatever the order of its parts
                 pending = []
                 held: list[Part] = []
+                layout = ""
                 for at, block in enumerate(raw):
                     if "functionCall" in block:
                         pending.append(_read_call(block, calls, f"{where} parts[{at}]"))
                         calls += 1
-                        continue
-                    if pending:  # a part after a call starts the next model step
-                        out.append(
-                            ModelOutputThunk(
-                                parts=held, tool_calls=pending, extra=extra, structured=True
-                            )
-                        )
-                        held, pending = [], []
-                    held.append(_read_part(block))
-                step = ModelOutputThunk(
-                    parts=held, tool_calls=pending, extra=extra, structured=True
+                        layout += "c"
+                    else:
+                        held.append(_read_part(block))
+                        layout += "p"
+                if "cp" in layout:  # a part after a call: note the order to write it back
+                    extra = with_notes(extra, gemini_parts=layout)
+                out.append(
+                    ModelOutputThunk(parts=held, tool_calls=pending, extra=extra, structured=True)
                 )
-                out.append(step)
-                pending = list(step.tool_calls)
             elif role == "user":
                 answers = [p for p in raw if "functionResponse" in p]
                 for at, block in enumerate(answers):
@@ -264,77 +366,140 @@ def _read(
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _write_part(part: Part) -> dict[str, Any] | None:
-    extra = thaw_json(part.extra) if not isinstance(part, OpaquePart) else {}
-    if isinstance(part, ThinkingPart):
-        if part.provider != PROVIDER:
-            return None  # another provider's thinking: Gemini cannot verify it
-        block = {"text": part.text, "thought": True, **extra}
-        if part.signature is not None:
-            block["thoughtSignature"] = part.signature
-        return block
-    if isinstance(part, (TextPart, RefusalPart)):
-        return {"text": part.text, **extra}
-    if isinstance(part, (ImagePart, DocumentPart)):
-        if part.data is not None:
-            mime = part.media_type or "application/octet-stream"
-            return {"inlineData": {"mimeType": mime, "data": part.data}, **extra}
-        if part.url is not None:
-            media = {"fileUri": part.url}
-            if part.media_type is not None:
-                media = {"mimeType": part.media_type, **media}
-            return {"fileData": media, **extra}
-        if isinstance(part, DocumentPart) and part.text is not None:
-            return {"text": part.text}
-        return None  # a provider file id means nothing to Gemini
-    if isinstance(part, AudioPart) and part.data is not None:
-        return {"inlineData": {"mimeType": f"audio/{part.format or 'wav'}", "data": part.data}}
-    if isinstance(part, OpaquePart) and part.provider == PROVIDER:
-        return thaw_json(part.block)  # type: ignore[no-any-return]
-    return None
+class _Writer:
+    """One pass of :func:`to_gemini`: what it could not carry, by component."""
+
+    def __init__(self) -> None:
+        self.lost: list[str] = []
+        self.where = ""
+
+    def keys(self, extra: Any, allowed: frozenset[str], what: str) -> dict[str, Any]:
+        """The provider keys of ``extra`` that ``allowed`` has; the others are reported."""
+        kept = {}
+        for key, value in provider_keys(extra).items():
+            if key in allowed:
+                kept[key] = value
+            else:
+                self.lost.append(f"{self.where}: key {key!r} (a Gemini {what} has no such field)")
+        return kept
+
+    def inner(self, extra: Any, key: str, inner: dict[str, Any]) -> dict[str, Any]:
+        """A part holding ``key``: ``inner`` plus the kept keys of ``extra[key]`` and ``extra``."""
+        part = self.keys(extra, _BESIDE | {key}, "part")
+        nested = part.pop(key, {})
+        if isinstance(nested, Mapping):
+            for name, value in nested.items():
+                if name in INNER_FIELDS[key] and name not in inner:
+                    inner[name] = value
+                elif name not in inner:
+                    self.lost.append(f"{self.where}: key {key}.{name} (Gemini has no such field)")
+        return {key: inner, **part}
+
+    def part(self, part: Part) -> dict[str, Any] | None:
+        match part:
+            case ThinkingPart():
+                if (
+                    part.provider != PROVIDER
+                ):  # another provider's thinking: Gemini cannot verify it
+                    self.lost.append(f"{self.where}: a thinking part from {part.provider!r}")
+                    return None
+                block = {
+                    "text": part.text,
+                    "thought": True,
+                    **self.keys(part.extra, _BESIDE, "part"),
+                }
+                if part.signature is not None:
+                    block["thoughtSignature"] = part.signature
+                return block
+            case TextPart() | RefusalPart():
+                return {"text": part.text, **self.keys(part.extra, _BESIDE, "part")}
+            case ImagePart() | DocumentPart():
+                if part.data is not None:
+                    mime = part.media_type or "application/octet-stream"
+                    return self.inner(
+                        part.extra, "inlineData", {"mimeType": mime, "data": part.data}
+                    )
+                if part.url is not None:
+                    media = {"fileUri": part.url}
+                    if part.media_type is not None:
+                        media = {"mimeType": part.media_type, **media}
+                    return self.inner(part.extra, "fileData", media)
+                if isinstance(part, DocumentPart) and part.text is not None:
+                    return {"text": part.text}
+                what = "an image" if isinstance(part, ImagePart) else "a document"
+                self.lost.append(f"{self.where}: {what} given only by a provider file id")
+                return None
+            case AudioPart():
+                if part.data is not None:
+                    mime = f"audio/{part.format or 'wav'}"
+                    return {"inlineData": {"mimeType": mime, "data": part.data}}
+                self.lost.append(f"{self.where}: an audio part given only by id {part.id!r}")
+                return None
+            case OpaquePart():
+                if part.provider == PROVIDER:
+                    return thaw_json(part.block)  # type: ignore[no-any-return]
+                self.lost.append(
+                    f"{self.where}: an opaque {part.provider} block of type {part.type!r}"
+                )
+                return None
+            case RedactedThinkingPart():
+                self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
+                return None
+            case _:  # pragma: no cover - every part class is matched above
+                self.lost.append(f"{self.where}: a {type(part).__name__}")
+                return None
+
+    def parts(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
+        return [block for block in map(self.part, parts) if block is not None]
+
+    def call(self, call: ToolCall) -> dict[str, Any]:
+        inner: dict[str, Any] = {"name": call.name}
+        if call.arguments:
+            args = _loads(call.arguments)
+            inner["args"] = args if isinstance(args, dict) else {"arguments": call.arguments}
+        if note(call.extra, "id") != "absent":
+            inner["id"] = call.id
+        return self.inner(call.extra, "functionCall", inner)
+
+    def response(self, result: Component, names: Mapping[str, str], idless: set[str]) -> Any:
+        # Gemini pairs a response with its call by name: a result without one takes its call's.
+        call_id = result.tool_call_id or ""
+        inner: dict[str, Any] = {"name": result.name or names.get(call_id, "tool")}
+        if call_id and call_id not in idless and note(result.extra, "id") != "absent":
+            inner["id"] = call_id
+        text = result.content
+        if text or note(result.extra, "response") != "absent":
+            response = _loads(text) if text else None
+            inner["response"] = response if isinstance(response, dict) else {"result": text}
+        if result.is_error:
+            self.lost.append(f"{self.where}: the is_error flag of the result for {call_id!r}")
+        return self.inner(result.extra, "functionResponse", inner)
+
+    def model(self, component: Component) -> list[dict[str, Any]]:
+        """A model step's parts and calls, in the order its content had them."""
+        parts = [self.part(p) for p in component.parts]
+        calls = [self.call(c) for c in component.tool_calls]
+        layout = note(component.extra, "gemini_parts")
+        if isinstance(layout, str) and layout.count("c") == len(calls):
+            in_parts, in_calls = iter(parts), iter(calls)
+            blocks = [next(in_calls if c == "c" else in_parts, None) for c in layout]
+            blocks += list(in_parts)
+        else:
+            blocks = [*parts, *calls]
+        return [block for block in blocks if block is not None]
+
+    def empty(self, role: str) -> None:
+        """Report a content left out for having no parts (Gemini refuses an empty one)."""
+        self.lost.append(f"{self.where}: a {role} content with nothing Gemini can hold")
+
+    def content_keys(self, component: Component) -> None:
+        """Report the keys of ``component`` a ``Content`` cannot hold (only role and parts)."""
+        for key in provider_keys(component.extra):
+            if key != "role":
+                self.lost.append(f"{self.where}: key {key!r} (a Gemini content has no such field)")
 
 
-def _with_inner(extra: Mapping[str, Any], key: str, inner: dict[str, Any]) -> dict[str, Any]:
-    part = thaw_json(extra)
-    inner.update(part.pop(key, {}))
-    return {key: inner, **part}
-
-
-def _write_call(call: ToolCall) -> dict[str, Any]:
-    inner: dict[str, Any] = {"name": call.name}
-    if call.arguments:
-        try:
-            args = json.loads(call.arguments)
-        except ValueError:
-            args = None
-        inner["args"] = args if isinstance(args, dict) else {"arguments": call.arguments}
-    if not call.id.startswith(SYNTHETIC_ID_PREFIX):
-        inner["id"] = call.id
-    return _with_inner(call.extra, "functionCall", inner)
-
-
-def _write_response(result: Component, names: Mapping[str, str]) -> dict[str, Any]:
-    # Gemini pairs a response with its call by name: a result without one takes its call's.
-    name = result.name or names.get(result.tool_call_id or "", "tool")
-    inner: dict[str, Any] = {"name": name}
-    call_id = result.tool_call_id
-    if call_id and not call_id.startswith(SYNTHETIC_ID_PREFIX):
-        inner["id"] = call_id
-    text = result.content
-    try:
-        response = json.loads(text) if text else None
-    except ValueError:
-        response = None
-    if text or "response" not in thaw_json(result.extra).get("functionResponse", {}):
-        inner["response"] = response if isinstance(response, dict) else {"result": text}
-    return _with_inner(result.extra, "functionResponse", inner)
-
-
-def _written(parts: Iterable[Part]) -> list[dict[str, Any]]:
-    return [block for block in map(_write_part, parts) if block is not None]
-
-
-def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
+def to_gemini(components: Iterable[Component], *, lost: list[str] | None = None) -> dict[str, Any]:
     """Return ``components`` as a Gemini request's ``contents`` (and ``systemInstruction``).
 
     Leading system and developer messages become ``systemInstruction``
@@ -343,10 +508,17 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
     right after that turn, as Gemini wants every response to one model turn
     together (user text after the turn follows them, as for Anthropic). A
     model step with calls right after another model step joins its content,
-    as Gemini wants a function call turn right after a user turn.
+    and contents that would open with a function call turn get a user turn
+    in front, as Gemini wants a function call turn right after a user turn.
+
+    Only fields Gemini defines are written. What cannot be carried (another
+    provider's keys or thinking, a file given only by a provider's id, the
+    ``is_error`` flag) is appended to ``lost``, one line each, or, without
+    it, reported in one :class:`~mellea_ctx.LossyConversionWarning`.
 
     Args:
         components: The history, oldest first (a ``ChatContext`` works).
+        lost: A list to receive one line per thing that could not be written.
 
     Returns:
         ``{"contents": [...]}``, with ``"systemInstruction"`` when there is one.
@@ -358,44 +530,75 @@ def to_gemini(components: Iterable[Component]) -> dict[str, Any]:
         {'contents': [{'role': 'user', 'parts': [{'text': 'hi'}]}],
          'systemInstruction': {'parts': [{'text': 'Be brief.'}]}}
     """
-    return _write(components)[0]
+    body, _, found = _write(components)
+    report_losses(lost, found, "to_gemini")
+    return body
 
 
-def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int]]:
-    """The body, and for each content the index of the component it starts with."""
+def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], list[str]]:
+    """The body, for each content the index of the component it starts with, and the losses."""
     items = list(components)
+    writer = _Writer()
     body: dict[str, Any] = {}
     owners: list[int] = []
     start = 0
     while start < len(items) and items[start].role in ("system", "developer"):
         start += 1
     if start:
-        extra = thaw_json(items[0].extra)
-        parts = [block for c in items[:start] for block in _written(c.parts)]
+        writer.where = "component 0"
+        extra = writer.keys(items[0].extra, CONTENT_FIELDS - {"parts"}, "content")
+        parts = []
+        for index, component in enumerate(items[:start]):
+            writer.where = f"component {index}"
+            parts += writer.parts(component.parts)
         body["systemInstruction"] = {**extra, "parts": parts}
     contents: list[dict[str, Any]] = []
     answers: dict[str, Any] | None = None  # the user content of the last model turn's responses
     run = 0  # where the user contents after the last model turn start
     names: dict[str, str] = {}  # call id -> tool name
+    idless: set[str] = set()  # the ids of calls written without one
     for offset, component in enumerate(items[start:]):
-        extra = thaw_json(component.extra)
+        writer.where = f"component {start + offset}"
         if component.role == "tool":
             if answers is None:  # responses come first in their user turn, as Gemini wants
                 answers = {"role": "user", "parts": []}
                 contents.insert(run, answers)
                 owners.insert(run, start + offset)
-            answers["parts"].append(_write_response(component, names))
-        elif component.role == "assistant":
-            parts = _written(component.parts) + [_write_call(c) for c in component.tool_calls]
-            if component.tool_calls and not extra and contents and contents[-1]["role"] == "model":
-                # a call turn must follow a user turn: after a cut, join the model turn before
-                contents[-1]["parts"] += parts
+            answers["parts"].append(writer.response(component, names, idless))
+            continue
+        writer.content_keys(component)
+        if component.role == "assistant":
+            parts = writer.model(component)
+            if not parts:
+                writer.empty("model")
+            elif component.tool_calls and contents and contents[-1]["role"] == "model":
+                # a call turn must follow a user turn: after a cut (or a user turn left
+                # empty), join the run of model turns before it into one
+                first = len(contents) - 1
+                while first > 0 and contents[first - 1]["role"] == "model":
+                    first -= 1
+                for joined in contents[first + 1 :]:
+                    contents[first]["parts"] += joined["parts"]
+                del contents[first + 1 :], owners[first + 1 :]
+                contents[first]["parts"] += parts
             else:
-                contents.append({**extra, "role": "model", "parts": parts})
+                contents.append({"role": "model", "parts": parts})
                 owners.append(start + offset)
             answers, run = None, len(contents)
             names.update((call.id, call.name) for call in component.tool_calls)
-        else:
-            contents.append({"role": "user", "parts": _written(component.parts), **extra})
+            idless.update(c.id for c in component.tool_calls if note(c.extra, "id") == "absent")
+        elif parts := writer.parts(component.parts):
+            contents.append({"role": "user", "parts": parts})
             owners.append(start + offset)
-    return {"contents": contents, **body}, owners
+        else:
+            writer.empty("user")
+    if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
+        # "function call turn comes immediately after a user turn or after a function
+        # response turn": a history cut before its first user turn gets one, as to_anthropic
+        contents.insert(0, {"role": "user", "parts": [{"text": OPENER}]})
+        owners.insert(0, owners[0])
+    return {"contents": contents, **body}, owners, writer.lost
+
+
+def _has_call(content: Mapping[str, Any]) -> bool:
+    return any("functionCall" in part for part in content["parts"])

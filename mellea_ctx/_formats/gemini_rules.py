@@ -1,31 +1,74 @@
 """Gemini's documented rules for ``contents``: :func:`validate_gemini`.
 
 Written from the Gemini API reference (``Content``, ``Part``, function
-calling), not from our reader, so it judges any request, whoever wrote it.
+calling) and the fields of google-genai's ``types.Content`` and ``types.Part``
+(the API refuses a field it does not define: ``Invalid JSON payload received.
+Unknown name "cache_control" at 'contents[0].parts[0]': Cannot find field.``),
+not from our reader, so it judges any request, whoever wrote it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from .._core.components import Component
 from .._core.reprs import short_repr
+from .gemini import CONTENT_FIELDS, DATA_FIELDS, INNER_FIELDS, PART_FIELDS
 
-__all__ = ["contents_problems", "validate_gemini"]
+__all__ = ["contents_problems", "system_problems", "validate_gemini"]
 
-#: The fields of a part that hold its data; a part holds exactly one.
-_DATA: Final = (
-    "text",
-    "inlineData",
-    "fileData",
-    "functionCall",
-    "functionResponse",
-    "executableCode",
-    "codeExecutionResult",
-    "toolCall",
-    "toolResponse",
-)
+_DATA: Final = DATA_FIELDS
+#: Fields whose value has one JSON type, by the object that holds them (google-genai's types).
+_TYPES: Final[dict[str, dict[str, tuple[type, ...]]]] = {
+    "part": {"text": (str,), "thought": (bool,), "thoughtSignature": (str,)},
+    "functionCall": {"id": (str,), "name": (str,), "args": (dict,), "willContinue": (bool,)},
+    "functionResponse": {
+        "id": (str,),
+        "name": (str,),
+        "response": (dict,),
+        "parts": (list,),
+        "scheduling": (str,),
+        "willContinue": (bool,),
+    },
+    "inlineData": {"mimeType": (str,), "data": (str,), "displayName": (str,)},
+    "fileData": {"mimeType": (str,), "fileUri": (str,), "displayName": (str,)},
+    "executableCode": {"id": (str,), "code": (str,), "language": (str,)},
+    "codeExecutionResult": {"id": (str,), "outcome": (str,), "output": (str,)},
+}
+_OBJECTS: Final = frozenset(PART_FIELDS - {"text", "thought", "thoughtSignature"})
+_NAMES: Final = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` is JSON: no ``NaN`` or ``Infinity`` anywhere inside it."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def _fields(value: Mapping[str, Any], owner: str, allowed: Iterable[str], where: str) -> list[str]:
+    """Unknown keys and wrong types in ``value``, an object of kind ``owner``."""
+    problems = [
+        f"{where}: {owner} has no field {key!r} (Gemini refuses unknown fields)"
+        for key in value
+        if key not in allowed
+    ]
+    types = _TYPES.get(owner, {})
+    for key, item in value.items():
+        wanted = types.get(key) or ((dict,) if owner == "part" and key in _OBJECTS else None)
+        if wanted is None:
+            continue
+        if not isinstance(item, wanted) or isinstance(item, bool) != (wanted == (bool,)):
+            problems.append(
+                f"{where}: {owner} {key}={short_repr(item)} must be {_NAMES[wanted[0]]}"
+            )
+    return problems
 
 
 def _part(part: object, role: str, where: str) -> list[str]:
@@ -38,6 +81,11 @@ def _part(part: object, role: str, where: str) -> list[str]:
     value = part[key]
     if key == "text" and type(value) is not str:
         return [f"{where}: text={short_repr(value)} must be a string"]
+    shape = _fields(part, "part", PART_FIELDS, where)
+    if isinstance(value, Mapping) and key in INNER_FIELDS:
+        shape += _fields(value, key, INNER_FIELDS[key], where)
+    if shape:
+        return shape
     if key == "inlineData" and not (
         isinstance(value, Mapping)
         and type(value.get("mimeType")) is str
@@ -59,9 +107,23 @@ def _part(part: object, role: str, where: str) -> list[str]:
         field = "args" if key == "functionCall" else "response"
         if (field in value or field == "response") and not isinstance(value.get(field), Mapping):
             return [f"{where}: {key} {field}={short_repr(value.get(field))} must be an object"]
-    if "thoughtSignature" in part and type(part["thoughtSignature"]) is not str:
-        return [f"{where}: thoughtSignature must be the string the model sent, verbatim"]
+        if not _finite(value.get(field)):
+            return [f"{where}: {key} {field} holds NaN or Infinity, which JSON (and Gemini) refuse"]
     return []
+
+
+def system_problems(system: object) -> list[str]:
+    """The problems of a ``systemInstruction``: a content of text parts."""
+    where = "systemInstruction"
+    if not isinstance(system, Mapping):
+        return [f"{where}: {short_repr(system)} must be an object with 'parts'"]
+    problems = _fields(system, "content", CONTENT_FIELDS, where)
+    parts = system.get("parts")
+    if not isinstance(parts, list):
+        return [*problems, f"{where}: parts={short_repr(parts)} must be a list"]
+    for at, part in enumerate(parts):
+        problems += _part(part, "user", f"{where} parts[{at}]")
+    return problems
 
 
 def _calls(content: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -119,9 +181,12 @@ def validate_gemini(
       and ``data``), ``fileData`` (``fileUri``), ``functionCall``,
       ``functionResponse``, ``executableCode``, ``codeExecutionResult``; a
       ``thoughtSignature`` is a string;
+    * a content, a part and a part's data hold only the fields google-genai's
+      types define, each of its JSON type (``systemInstruction`` too);
     * a ``functionCall`` (``name``, object ``args``) is in a ``model``
-      content that comes right after a ``user`` content; a ``functionResponse``
-      (``name``, object ``response``) is in a ``user`` content;
+      content that comes right after a ``user`` content (never first); a
+      ``functionResponse`` (``name``, object ``response``) is in a ``user``
+      content; neither holds ``NaN`` or ``Infinity``;
     * the content after a model turn with calls answers every call, by
       ``id`` when the calls have ids, else by name and order, and a content
       of responses answers the model turn right before it; the last model
@@ -141,15 +206,19 @@ def validate_gemini(
         ... ])
         ['content 2: 1 functionCall(s) get 0 functionResponse(s)']
     """
+    found_in_system: list[str] = []
     if isinstance(contents, Mapping):
         listed: list[Any] = list(contents.get("contents") or [])
+        system = contents.get("systemInstruction")
+        if system is not None:
+            found_in_system = system_problems(system)
     else:
         listed = list(contents)
         if any(isinstance(item, Component) for item in listed):
             from .problems import problems  # the one entry point for components
 
             return [str(problem) for problem in problems(listed, "gemini")]
-    return [line for _, line in contents_problems(listed)]
+    return [*found_in_system, *(line for _, line in contents_problems(listed))]
 
 
 def contents_problems(contents: Iterable[Any]) -> list[tuple[int | None, str]]:
@@ -175,6 +244,7 @@ def contents_problems(contents: Iterable[Any]) -> list[tuple[int | None, str]]:
         role = content.get("role", "user")
         if role not in ("user", "model"):
             problems.append(f"{where}: role={short_repr(role)} must be 'user' or 'model'")
+        problems += _fields(content, "content", CONTENT_FIELDS, where)
         parts = content.get("parts")
         if not isinstance(parts, list) or not parts:
             problems.append(f"{where}: parts={short_repr(parts)} must be a non-empty list")
@@ -182,7 +252,10 @@ def contents_problems(contents: Iterable[Any]) -> list[tuple[int | None, str]]:
         for at, part in enumerate(parts):
             problems += _part(part, str(role), f"{where} parts[{at}]")
         calls = _calls(content, "functionCall")
-        if calls and previous is not None and previous.get("role", "user") != "user":
+        opens = previous is None or previous.get("role", "user") != "user"
+        if calls and role == "model" and opens:
+            # Gemini's 400: "Please ensure that function call turn comes immediately after a
+            # user turn or after a function response turn."
             problems.append(f"{where}: a function call turn must come right after a user turn")
         before = _calls(previous, "functionCall") if previous is not None else []
         answers = _calls(content, "functionResponse")

@@ -30,6 +30,7 @@ from .._core.reprs import short_repr
 
 __all__ = [
     "NOTES",
+    "OPENER",
     "LossyConversionWarning",
     "carried_keys",
     "note",
@@ -41,6 +42,9 @@ __all__ = [
 
 #: The reserved ``extra`` key under which readers record wire-shape notes.
 NOTES: Final = "mellea_ctx"
+#: The text of the user turn a writer puts before a history that opens with the model
+#: where the provider wants a user turn first (a compactor's cut can leave one).
+OPENER: Final = "(earlier conversation)"
 
 
 class LossyConversionWarning(UserWarning):

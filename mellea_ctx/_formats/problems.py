@@ -21,7 +21,7 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from . import gemini, responses
 from .content_rules import content_problems
-from .gemini_rules import contents_problems
+from .gemini_rules import contents_problems, system_problems
 from .history import Provider, _scan_anthropic
 from .openai import _problems as openai_tool_problems
 from .responses_rules import item_problems
@@ -74,20 +74,20 @@ def _split(index: int | None, line: str, rule: Rule) -> Problem:
 
 
 def _responses(items: Sequence[Component]) -> list[Problem]:
-    owners: list[int] = []  # written item -> the component it came from
-    for index, component in enumerate(items):
-        owners += [index] * len(responses.to_responses([component]))
-    found = item_problems(responses.to_responses(items))
+    written, owners, _ = responses._write(items)  # item -> the component it came from
+    found = item_problems(written)
     return [_split(owners[at] if at < len(owners) else None, line, "items") for at, line in found]
 
 
 def _gemini(items: Sequence[Component]) -> list[Problem]:
-    body, owners = gemini._write(items)
-    found = contents_problems(body["contents"])
-    return [
+    body, owners, _ = gemini._write(items)
+    system = body.get("systemInstruction")
+    found = [_split(0, line, "contents") for line in system_problems(system)] if system else []
+    found += [
         _split(owners[at] if at is not None and at < len(owners) else None, line, "contents")
-        for at, line in found
+        for at, line in contents_problems(body["contents"])
     ]
+    return found
 
 
 def problems(

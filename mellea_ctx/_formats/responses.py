@@ -27,9 +27,12 @@ step, so :func:`from_responses` folds each run of model output into one
 
 :func:`to_responses` writes them back, so ``to_responses(from_responses(x))``
 equals ``x`` for every list of items (a property test checks it); keys are
-written back through ``extra``. Parts read from another provider that the
-Responses API cannot take back (Anthropic thinking, other providers' opaque
-blocks) are left out of what it writes.
+written back through ``extra``. Only the fields the SDK's item and part
+types define (:data:`ITEM_FIELDS`, :data:`PART_FIELDS`) are written: parts
+and keys read from another provider that the Responses API cannot take
+(Anthropic thinking, ``cache_control``, ``citations``, a Chat tool call's
+``index``) are left out and reported through ``lost=``, and our own notes
+(``mellea_ctx``) never reach a request.
 """
 
 from __future__ import annotations
@@ -42,18 +45,30 @@ from .._core.calls import ToolCall
 from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
 from .._core.exceptions import InvalidComponentError, InvalidContextError
 from .._core.parts import (
+    AudioPart,
     DocumentPart,
     ImagePart,
     OpaquePart,
     Part,
+    RedactedThinkingPart,
     RefusalPart,
     TextPart,
     ThinkingPart,
     thaw_json,
 )
 from .._core.reprs import short_repr
+from .notes import note, provider_keys, report_losses, with_notes
 
-__all__ = ["ITEM_PROVIDER", "PROVIDER", "from_responses", "to_responses"]
+__all__ = [
+    "ITEM_FIELDS",
+    "ITEM_PROVIDER",
+    "PART_FIELDS",
+    "PROVIDER",
+    "answer_keys",
+    "from_responses",
+    "is_custom_call",
+    "to_responses",
+]
 
 #: ``provider`` of the parts read from Responses content and reasoning items.
 PROVIDER: Final = "openai"
@@ -65,7 +80,73 @@ CALLS: Final = {
     "custom_tool_call": "custom_tool_call_output",
 }
 OUTPUTS: Final = {output: call for call, output in CALLS.items()}
+# The fields below are the openai SDK's input item and content part TypedDicts
+# (``openai.types.responses``), by item type (tests/test_wire_gemini_responses.py checks
+# them against the SDK). The API refuses a key outside them: "Unknown parameter:
+# 'input[0].content[0].cache_control'."
+#: The fields of each input item type we write from components.
+ITEM_FIELDS: Final = {
+    # a user, system or developer message (EasyInputMessageParam, Message): no "id"
+    "message": frozenset({"type", "role", "content", "status", "phase"}),
+    # an assistant message (ResponseOutputMessageParam)
+    "output_message": frozenset({"type", "role", "content", "id", "status", "phase"}),
+    "function_call": frozenset(
+        {"type", "call_id", "name", "arguments", "id", "status", "namespace", "caller", "async"}
+    ),
+    "function_call_output": frozenset(
+        {"type", "call_id", "output", "id", "status", "caller", "name", "namespace"}
+    ),
+    "custom_tool_call": frozenset(
+        {"type", "call_id", "name", "input", "id", "namespace", "caller", "async"}
+    ),
+    "custom_tool_call_output": frozenset({"type", "call_id", "output", "id", "caller"}),
+    "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+    "compaction": frozenset({"type", "encrypted_content", "id"}),
+}
+#: The fields of each content part type (of a message, or of a tool call's output).
+PART_FIELDS: Final = {
+    "input_text": frozenset({"type", "text", "prompt_cache_breakpoint"}),
+    "input_image": frozenset({"type", "detail", "file_id", "image_url", "prompt_cache_breakpoint"}),
+    "input_file": frozenset(
+        {
+            "type",
+            "detail",
+            "file_data",
+            "file_id",
+            "file_url",
+            "filename",
+            "prompt_cache_breakpoint",
+        }
+    ),
+    "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
+    "refusal": frozenset({"type", "refusal"}),
+}
 _DATA_URI: Final = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.S)
+
+
+def is_custom_call(call: ToolCall) -> bool:
+    """Whether ``call`` is a Responses ``custom_tool_call``: free-form text input, not JSON.
+
+    Examples:
+        >>> is_custom_call(ToolCall("c1", "patch", "*** Begin", extra={"type": "custom_tool_call"}))
+        True
+    """
+    return call.extra.get("type") == "custom_tool_call"
+
+
+def answer_keys(call: ToolCall) -> dict[str, Any]:
+    """Return the ``extra`` a :class:`ToolMessage` answering ``call`` needs to answer in kind.
+
+    A custom tool call is answered by a ``custom_tool_call_output``: the
+    API refuses a ``function_call_output`` for it.
+
+    Examples:
+        >>> answer_keys(ToolCall("c1", "patch", "x", extra={"type": "custom_tool_call"}))
+        {'type': 'custom_tool_call_output'}
+        >>> answer_keys(ToolCall("c2", "ls"))
+        {}
+    """
+    return {"type": CALLS["custom_tool_call"]} if is_custom_call(call) else {}
 
 
 def _fail(where: str, detail: str) -> InvalidContextError:
@@ -139,6 +220,12 @@ def _read_file(block: Mapping[str, Any]) -> Part:
     if data is None and file_id is None and url is None:
         return OpaquePart(PROVIDER, block)
     extra = _kept(block, keys)
+    match = _DATA_URI.fullmatch(data) if data is not None else None
+    if match is not None:  # base64 and its type apart, as every other reader gives them
+        data, media = match["data"], match["media"]
+        return DocumentPart(
+            data=data, media_type=media, file_id=file_id, url=url, name=name, extra=extra
+        )
     return DocumentPart(data=data, file_id=file_id, url=url, name=name, extra=extra)
 
 
@@ -162,6 +249,8 @@ def _read_reasoning(item: Mapping[str, Any]) -> ThinkingPart:
         ]
     signature = _present(item, "encrypted_content")
     extra = _kept(item, ("encrypted_content",))
+    if "summary" not in item:  # written back without one, as it came
+        extra = with_notes(extra, summary="absent")
     return ThinkingPart("\n\n".join(texts), signature=signature, provider=PROVIDER, extra=extra)
 
 
@@ -324,93 +413,177 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
 # -- writing -----------------------------------------------------------------------------------
 
 
-def _write_part(part: Part, role: str) -> dict[str, Any] | None:
-    extra = thaw_json(part.extra) if not isinstance(part, OpaquePart) else {}
-    if isinstance(part, TextPart):
-        return {"type": _default_text_type(role), "text": part.text, **extra}
-    if isinstance(part, RefusalPart):
-        return {"type": "refusal", "refusal": part.text, **extra}
-    if isinstance(part, ImagePart):
-        block: dict[str, Any] = {"type": "input_image"}
-        url = part.url if part.url is not None else part.data_uri
-        for key, value in (("image_url", url), ("file_id", part.file_id), ("detail", part.detail)):
-            if value is not None:
-                block[key] = value
-        return {**block, **extra}
-    if isinstance(part, DocumentPart):
+class _Writer:
+    """One pass of :func:`to_responses`: what it could not carry, by component."""
+
+    def __init__(self) -> None:
+        self.lost: list[str] = []
+        self.where = ""
+
+    def keys(self, extra: Any, kind: str, fields: Mapping[str, frozenset[str]]) -> dict[str, Any]:
+        """The provider keys of ``extra`` a ``kind`` object has; the others are reported."""
+        allowed = fields.get(kind, frozenset())
+        kept = {}
+        for key, value in provider_keys(extra).items():
+            if key in allowed and (key != "type" or value == kind.removeprefix("output_")):
+                kept[key] = value
+            else:
+                self.lost.append(
+                    f"{self.where}: key {key!r} (a Responses {kind} has no such field)"
+                )
+        return kept
+
+    def part(self, part: Part, role: str) -> dict[str, Any] | None:
+        match part:
+            case TextPart():
+                given = provider_keys(part.extra).get("type")
+                kind = given if given in ("input_text", "output_text") else _default_text_type(role)
+                return {"type": kind, "text": part.text, **self.keys(part.extra, kind, PART_FIELDS)}
+            case RefusalPart():
+                return {
+                    "type": "refusal",
+                    "refusal": part.text,
+                    **self.keys(part.extra, "refusal", PART_FIELDS),
+                }
+            case ImagePart():
+                block: dict[str, Any] = {"type": "input_image"}
+                url = part.url if part.url is not None else part.data_uri
+                fields = (("image_url", url), ("file_id", part.file_id), ("detail", part.detail))
+                for key, value in fields:
+                    if value is not None:
+                        block[key] = value
+                return {**block, **self.keys(part.extra, "input_image", PART_FIELDS)}
+            case DocumentPart():
+                if part.text is not None and part.data is part.file_id is part.url is None:
+                    return {"type": _default_text_type(role), "text": part.text}
+                if part.data is part.file_id is part.url is None:
+                    self.lost.append(f"{self.where}: a document with no data, text, url or id")
+                    return None
+                block = {"type": "input_file"}
+                sources = (
+                    ("file_data", _file_data(part)),
+                    ("file_id", part.file_id),
+                    ("file_url", part.url),
+                    ("filename", part.name),
+                )
+                for key, value in sources:
+                    if value is not None:
+                        block[key] = value
+                return {**block, **self.keys(part.extra, "input_file", PART_FIELDS)}
+            case OpaquePart() if part.provider == PROVIDER and part.type in PART_FIELDS:
+                # verbatim; Chat's parts are "openai" too, and only the types the Responses
+                # API defines for content can go back (Chat's input_audio cannot)
+                return thaw_json(part.block)  # type: ignore[no-any-return]
+            case OpaquePart():
+                what = f"an opaque {part.provider} block of type {part.type!r}"
+                self.lost.append(f"{self.where}: {what}")
+                return None
+            case ThinkingPart() | RedactedThinkingPart():
+                provider = getattr(part, "provider", "anthropic")
+                self.lost.append(f"{self.where}: a thinking part from {provider!r} in a message")
+                return None
+            case AudioPart():
+                self.lost.append(f"{self.where}: an audio part (Responses input takes none)")
+                return None
+            case _:  # pragma: no cover - every part class is matched above
+                self.lost.append(f"{self.where}: a {type(part).__name__}")
+                return None
+
+    def content(self, parts: Sequence[Part], role: str, structured: bool) -> str | list[Any]:
         if (
-            part.text is not None
-            and part.data is None
-            and part.file_id is None
-            and part.url is None
+            not structured
+            and len(parts) == 1
+            and type(parts[0]) is TextPart
+            and not provider_keys(parts[0].extra)
         ):
-            return {"type": _default_text_type(role), "text": part.text}
-        block = {"type": "input_file"}
-        fields = (("file_data", part.data), ("file_id", part.file_id), ("file_url", part.url))
-        for key, value in (*fields, ("filename", part.name)):
-            if value is not None:
-                block[key] = value
-        return {**block, **extra}
-    if isinstance(part, OpaquePart) and part.provider == PROVIDER:
-        return thaw_json(part.block)  # type: ignore[no-any-return]
-    return None  # another provider's block: the Responses API cannot take it
+            return parts[0].text
+        if not structured and not parts:
+            return ""
+        return [block for block in (self.part(p, role) for p in parts) if block is not None]
+
+    def item_part(self, part: Part) -> dict[str, Any] | None:
+        if isinstance(part, OpaquePart):
+            return thaw_json(part.block)  # type: ignore[no-any-return]
+        if not isinstance(part, ThinkingPart) or part.provider != PROVIDER:
+            provider = getattr(part, "provider", "anthropic")
+            # another provider's reasoning cannot be verified by OpenAI
+            self.lost.append(f"{self.where}: a thinking part from {provider!r}")
+            return None
+        if "id" not in part.extra:  # Chat's reasoning_content: no item to send back
+            self.lost.append(f"{self.where}: reasoning without a Responses item id")
+            return None
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            **self.keys(part.extra, "reasoning", ITEM_FIELDS),
+        }
+        if note(part.extra, "summary") != "absent":
+            summary = [{"type": "summary_text", "text": part.text}] if part.text else []
+            item.setdefault("summary", summary)
+        if part.signature is not None:
+            item["encrypted_content"] = part.signature
+        return item
+
+    def call(self, call: ToolCall) -> dict[str, Any]:
+        given = provider_keys(call.extra).get("type")
+        kind = given if given in CALLS else "function_call"
+        payload = "input" if kind == "custom_tool_call" else "arguments"
+        extra = self.keys(call.extra, kind, ITEM_FIELDS)
+        return {
+            "type": kind,
+            "call_id": call.id,
+            "name": call.name,
+            payload: call.arguments,
+            **extra,
+        }
+
+    def step(self, component: Component) -> list[dict[str, Any]]:
+        parts = component.parts
+        lead = 0
+        while lead < len(parts) and _is_item_part(parts[lead]):
+            lead += 1
+        items = [item for item in map(self.item_part, parts[:lead]) if item is not None]
+        extra = self.keys(component.extra, "output_message", ITEM_FIELDS)
+        if "role" in extra or parts[lead:]:
+            content = self.content(parts[lead:], "assistant", component.structured)
+            rest = {key: value for key, value in extra.items() if key != "role"}
+            items.append({"role": "assistant", "content": content, **rest})
+        items += [self.call(call) for call in component.tool_calls]
+        return items
+
+    def output(self, component: Component) -> dict[str, Any]:
+        given = provider_keys(component.extra).get("type")
+        kind = given if given in OUTPUTS else "function_call_output"
+        output = self.content(component.parts, "tool", component.structured)
+        if component.is_error:
+            self.lost.append(
+                f"{self.where}: the is_error flag of the result for {component.tool_call_id!r}"
+            )
+        extra = self.keys(component.extra, kind, ITEM_FIELDS)
+        return {"type": kind, "call_id": component.tool_call_id, "output": output, **extra}
+
+    def message(self, component: Component) -> dict[str, Any]:
+        role = component.role
+        content = self.content(component.parts, role, component.structured)
+        extra = self.keys(component.extra, "message", ITEM_FIELDS)
+        return {"role": role, "content": content, **extra}
 
 
-def _write_content(parts: Sequence[Part], role: str, structured: bool) -> str | list[Any]:
-    if not structured and len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra:
-        return parts[0].text
-    if not structured and not parts:
-        return ""
-    return [block for block in (_write_part(p, role) for p in parts) if block is not None]
+def _file_data(part: DocumentPart) -> str | None:
+    """An ``input_file``'s ``file_data``: a ``data:`` URI when the media type is known."""
+    if part.data is None or part.media_type is None:
+        return part.data
+    return f"data:{part.media_type};base64,{part.data}"
 
 
 def _is_item_part(part: Part) -> bool:
-    if isinstance(part, ThinkingPart):
+    if isinstance(part, (ThinkingPart, RedactedThinkingPart)):
         return True
     return isinstance(part, OpaquePart) and part.provider == ITEM_PROVIDER
 
 
-def _write_item_part(part: Part) -> dict[str, Any] | None:
-    if isinstance(part, OpaquePart):
-        return thaw_json(part.block)  # type: ignore[no-any-return]
-    if not isinstance(part, ThinkingPart) or part.provider != PROVIDER:
-        return None  # another provider's reasoning cannot be verified by OpenAI
-    item: dict[str, Any] = {"type": "reasoning", **thaw_json(part.extra)}
-    item.setdefault("summary", [{"type": "summary_text", "text": part.text}] if part.text else [])
-    if part.signature is not None:
-        item["encrypted_content"] = part.signature
-    return item
-
-
-def _write_call(call: ToolCall) -> dict[str, Any]:
-    extra = thaw_json(call.extra)
-    kind = extra.get("type", "function_call")
-    payload = "input" if kind == "custom_tool_call" else "arguments"
-    return {"type": kind, "call_id": call.id, "name": call.name, payload: call.arguments, **extra}
-
-
-def _write_step(component: Component) -> list[dict[str, Any]]:
-    parts = component.parts
-    lead = 0
-    while lead < len(parts) and _is_item_part(parts[lead]):
-        lead += 1
-    items = [item for item in map(_write_item_part, parts[:lead]) if item is not None]
-    extra = thaw_json(component.extra)
-    if "role" in extra or parts[lead:]:
-        content = _write_content(parts[lead:], "assistant", component.structured)
-        items.append({"role": "assistant", "content": content, **extra})
-    items += [_write_call(call) for call in component.tool_calls]
-    return items
-
-
-def _write_output(component: Component) -> dict[str, Any]:
-    extra = thaw_json(component.extra)
-    kind = extra.get("type", "function_call_output")
-    output = _write_content(component.parts, "tool", component.structured)
-    return {"type": kind, "call_id": component.tool_call_id, "output": output, **extra}
-
-
-def to_responses(components: Iterable[Component]) -> list[dict[str, Any]]:
+def to_responses(
+    components: Iterable[Component], *, lost: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Return ``components`` as Responses API input items (plain dicts).
 
     Each component is written from what it tells a provider: a tool result
@@ -435,14 +608,27 @@ def to_responses(components: Iterable[Component]) -> list[dict[str, Any]]:
          {'type': 'function_call', 'call_id': 'c1', 'name': 'ls', 'arguments': '{}'},
          {'type': 'function_call_output', 'call_id': 'c1', 'output': '3 files'}]
     """
+    items, _, found = _write(components)
+    report_losses(lost, found, "to_responses")
+    return items
+
+
+def _write(
+    components: Iterable[Component],
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """The items, for each item the index of the component it came from, and the losses."""
+    writer = _Writer()
     items: list[dict[str, Any]] = []
-    for component in components:
+    owners: list[int] = []
+    for index, component in enumerate(components):
+        writer.where = f"component {index}"
         role = component.role
         if role == "tool":
-            items.append(_write_output(component))
+            written = [writer.output(component)]
         elif role == "assistant":
-            items += _write_step(component)
+            written = writer.step(component)
         else:
-            content = _write_content(component.parts, role, component.structured)
-            items.append({"role": role, "content": content, **thaw_json(component.extra)})
-    return items
+            written = [writer.message(component)]
+        items += written
+        owners += [index] * len(written)
+    return items, owners, writer.lost

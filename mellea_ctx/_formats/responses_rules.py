@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from .._core.components import Component
 from .._core.reprs import short_repr
-from .responses import CALLS, OUTPUTS
+from .responses import CALLS, ITEM_FIELDS, OUTPUTS, PART_FIELDS
 
 __all__ = ["item_problems", "validate_responses"]
 
@@ -20,7 +20,6 @@ __all__ = ["item_problems", "validate_responses"]
 _INPUT_PARTS: Final = {"input_text": "text", "input_image": None, "input_file": None}
 _ASSISTANT_PARTS: Final = {"output_text": "text", "refusal": "refusal"}
 _ROLES: Final = ("user", "assistant", "system", "developer")
-_DETAILS: Final = ("low", "high", "auto", "original")
 #: Item types the API documents that a model step produces (besides messages and our calls).
 _MODEL_ITEMS: Final = frozenset(
     {
@@ -56,6 +55,81 @@ _OTHER_ITEMS: Final = frozenset(
 
 
 _WANTS: Final = {True: "string", False: "non-empty string"}
+_STATUS: Final = ("in_progress", "completed", "incomplete")
+#: The JSON type of the optional fields, from the SDK's TypedDicts: a type, or the literals
+#: allowed; ``None`` only where the SDK says ``Optional`` (and in a tool output's parts,
+#: whose types make every optional field ``Optional``).
+_OPTIONAL: Final[dict[str, dict[str, tuple[Any, ...]]]] = {
+    "message": {"status": _STATUS, "phase": ("commentary", "final_answer", None)},
+    "output_message": {
+        "id": (str,),
+        "status": _STATUS,
+        "phase": ("commentary", "final_answer", None),
+    },
+    "function_call": {
+        "id": (str,),
+        "status": _STATUS,
+        "namespace": (str,),
+        "caller": (dict,),
+        "async": (bool,),
+    },
+    "function_call_output": {
+        "id": (str, None),
+        "status": (*_STATUS, None),
+        "name": (str, None),
+        "namespace": (str, None),
+        "caller": (dict, None),
+    },
+    "custom_tool_call": {"id": (str,), "namespace": (str,), "caller": (dict,), "async": (bool,)},
+    "custom_tool_call_output": {"id": (str,), "caller": (dict,)},
+    "reasoning": {"content": (list,), "encrypted_content": (str, None), "status": _STATUS},
+    "compaction": {"id": (str, None)},
+    "input_text": {"prompt_cache_breakpoint": (dict,)},
+    "input_image": {
+        "detail": ("low", "high", "auto", "original"),
+        "file_id": (str, None),
+        "image_url": (str, None),
+        "prompt_cache_breakpoint": (dict,),
+    },
+    "input_file": {
+        "detail": ("auto", "low", "high"),
+        "file_data": (str,),
+        "file_id": (str, None),
+        "file_url": (str,),
+        "filename": (str,),
+        "prompt_cache_breakpoint": (dict,),
+    },
+    "output_text": {"annotations": (list,), "logprobs": (list,)},
+}
+
+
+def _fits(value: object, allowed: tuple[Any, ...]) -> bool:
+    for option in allowed:
+        if option is None or isinstance(option, str):
+            if value == option and type(value) is type(option):
+                return True
+        elif isinstance(value, option) and isinstance(value, bool) == (option is bool):
+            return True
+    return False
+
+
+def _keys(block: Mapping[str, Any], kind: str, where: str, *, tool: bool = False) -> list[str]:
+    """Unknown keys, and optional fields of the wrong type, in a ``kind`` item or part."""
+    fields = ITEM_FIELDS.get(kind) or PART_FIELDS.get(kind)
+    if fields is None:
+        return []
+    problems = [
+        f"{where}: a {kind} has no field {key!r} (the API answers 400 'Unknown parameter')"
+        for key in block
+        if key not in fields
+    ]
+    for key, allowed in _OPTIONAL.get(kind, {}).items():
+        if key in block and not _fits(block[key], (*allowed, None) if tool else allowed):
+            shown = [a if isinstance(a, str) or a is None else a.__name__ for a in allowed]
+            problems.append(
+                f"{where}: {kind} {key}={short_repr(block[key])} must be one of {shown!r}"
+            )
+    return problems
 
 
 def _nonempty(value: object) -> bool:
@@ -65,9 +139,6 @@ def _nonempty(value: object) -> bool:
 def _image(part: Mapping[str, Any]) -> str | None:
     if not (_nonempty(part.get("image_url")) or _nonempty(part.get("file_id"))):
         return "an input_image needs an image_url or a file_id"
-    detail = part.get("detail")
-    if detail is not None and detail not in _DETAILS:
-        return f"input_image detail={short_repr(detail)} must be one of {_DETAILS!r}"
     return None
 
 
@@ -102,6 +173,8 @@ def _content(content: object, role: str, where: str) -> list[str]:
             problems.append(f"{at}: a {kind} part needs {field!r} as a string")
         elif problem := {"input_image": _image, "input_file": _file}.get(kind, _none)(part):
             problems.append(f"{at}: {problem}")
+        else:
+            problems += _keys(part, kind, at, tool=role == "tool")
     return problems
 
 
@@ -138,11 +211,20 @@ def _shape(item: object, kind: str | None, where: str) -> list[str]:
         return [
             f"{where}: {short_repr(item)} must be an object with a 'type' (or a message 'role')"
         ]
+    if kind in ITEM_FIELDS and item.get("type", kind) != kind:
+        return [f"{where}: type={short_repr(item['type'])} must be {kind!r}"]
+    assistant = kind == "message" and item.get("role") == "assistant"
+    keys = _keys(item, "output_message" if assistant else kind, where)
     if kind == "message":
         role = item.get("role")
         if role not in _ROLES:
             return [f"{where}: message role={short_repr(role)} must be one of {_ROLES!r}"]
-        return _content(item.get("content"), role, where)
+        return keys + _content(item.get("content"), role, where)
+    return keys + _shape_of(item, kind, where)
+
+
+def _shape_of(item: Mapping[str, Any], kind: str, where: str) -> list[str]:
+    """The problems of one item that is not a message, beside its keys."""
     if kind in CALLS:
         payload = "arguments" if kind == "function_call" else "input"
         return [
@@ -156,7 +238,10 @@ def _shape(item: object, kind: str | None, where: str) -> list[str]:
             problems.append(f"{where}: a {kind} needs 'call_id' as a non-empty string")
         output = item.get("output")
         if type(output) is not str:
-            problems += _content(output, "tool", f"{where} output")
+            # a function_call_output's parts (ResponseInputImageContentParam...) make their
+            # optional fields nullable; a custom output's (ResponseInputImageParam...) do not
+            role = "tool" if kind == "function_call_output" else "user"
+            problems += _content(output, role, f"{where} output")
         return problems
     if kind == "reasoning":
         return _reasoning(item, where)
@@ -187,6 +272,9 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
       ``refusal`` for the assistant); a ``function_call`` has ``call_id``,
       ``name`` and ``arguments``; a ``reasoning`` item its ``id`` and
       ``summary``; a ``compaction`` item its ``encrypted_content``;
+    * an item or part holds only the keys the SDK's TypedDict for it defines
+      (an input message no ``id``), and its optional fields have their types
+      and literal values;
     * every ``function_call_output`` answers an earlier ``function_call`` by
       ``call_id`` (a ``custom_tool_call_output`` a ``custom_tool_call``), once;
       call ids are unique;

@@ -12,7 +12,7 @@ compaction makes a record unwritable or unreadable.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -176,8 +176,7 @@ def component_to_record(component: Component) -> dict[str, Any]:
         if component.tool_calls:
             record["tool_calls"] = _calls(component.tool_calls)
         if component.usage is not None:
-            usage = component.usage
-            record["usage"] = [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]
+            record["usage"] = _usage_record(component.usage)
         return record
     if type(component) is CBlock:
         return {"kind": "cblock", "value": component.value}
@@ -190,6 +189,24 @@ def component_to_record(component: Component) -> dict[str, Any]:
         "have records; convert yours to a Message before storing"
     )
     raise InvalidComponentError(msg)
+
+
+def _usage_record(usage: Usage) -> list[int | None]:
+    """``[prompt, completion, total]``, then the cache reads and writes when either is known."""
+    counts: list[int | None] = [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens]
+    if usage.cache_read_tokens is not None or usage.cache_write_tokens is not None:
+        counts += [usage.cache_read_tokens, usage.cache_write_tokens]
+    return counts
+
+
+def _usage(counts: Sequence[Any]) -> Usage:
+    """The :class:`Usage` of a record's counts (records before the cache fields hold three)."""
+    if not isinstance(counts, list) or len(counts) not in (3, 5):
+        msg = f"usage={short_repr(counts)} must be a list of 3 or 5 counts"
+        raise InvalidComponentError(msg)
+    prompt, completion, total, *cache = counts
+    read, write = (*cache, None, None)[:2]
+    return Usage(prompt, completion, total, cache_read_tokens=read, cache_write_tokens=write)
 
 
 def _tool_calls(record: Mapping[str, Any]) -> list[ToolCall]:
@@ -238,7 +255,7 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
                 record["value"],
                 parts=parts,
                 tool_calls=_tool_calls(record),
-                usage=Usage(*usage) if usage is not None else None,
+                usage=_usage(usage) if usage is not None else None,
                 **_options(record),
             )
         if kind == "cblock":

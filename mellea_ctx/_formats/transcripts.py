@@ -251,7 +251,7 @@ def _document(
         if fmt == "anthropic":
             document = anthropic_document(components, envelope=envelope, lost=lost)
         else:
-            document = wire_document(components, fmt, envelope)
+            document = wire_document(components, fmt, envelope, lost=lost)
         try:
             return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape

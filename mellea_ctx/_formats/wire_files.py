@@ -10,7 +10,7 @@ around the compacted history, so the output is the input's format.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from .._core.components import Component
@@ -82,14 +82,35 @@ def parse(
 
 
 def wire_document(
-    components: Iterable[Component], fmt: WireFormat, body: Mapping[str, Any] | None
+    components: Iterable[Component],
+    fmt: WireFormat,
+    body: Mapping[str, Any] | None,
+    *,
+    lost: list[str] | None = None,
 ) -> Any:
-    """Return ``components`` in ``fmt``, inside ``body``'s other keys when there was a body."""
+    """Return ``components`` in ``fmt``, inside ``body``'s other keys when there was a body.
+
+    What ``fmt`` cannot carry goes to ``lost`` (or a warning), as for the writers.
+    """
     if fmt == "responses":
-        items = responses.to_responses(components)
-        return items if body is None else {**body, "input": items}
-    written = gemini.to_gemini(components)
+        items = responses.to_responses(components, lost=lost)
+        if body is None:
+            return items
+        if isinstance(body.get("input"), str) and _one_user_text(items):
+            return {**body, "input": items[0]["content"]}  # as it came: one user text
+        return {**body, "input": items}
+    written = gemini.to_gemini(components, lost=lost)
     if body is None:
         return written["contents"]
     rest = {k: v for k, v in body.items() if k not in ("contents", "systemInstruction")}
     return {**rest, **written}
+
+
+def _one_user_text(items: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``items`` is the one user text a body's string ``input`` stands for."""
+    return (
+        len(items) == 1
+        and set(items[0]) == {"role", "content"}
+        and items[0]["role"] == "user"
+        and isinstance(items[0]["content"], str)
+    )
