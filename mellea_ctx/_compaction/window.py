@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._core.boundaries import prefix_end, thinking_loop_start, window_cut
+from .._core.boundaries import pin_end, prefix_end, thinking_loop_start, window_cut
 from .._core.context import _WINDOW_CUTS
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
@@ -26,6 +26,7 @@ from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
+    from .._core.components import Component
     from .._core.context import ChatContext
     from .._core.protocols import Backend
 
@@ -122,7 +123,7 @@ class WindowCompactor(InlineCompactor):
                 # Its answer on the first few components holds for the whole
                 # history as long as it stops short of their end.
                 front = [*head, *buf[start : start + 2]]
-                p = prefix_end(front, pin)
+                p = _front_end(front, pin)
                 if p >= len(front):
                     p = n
             if p == n:
@@ -144,6 +145,23 @@ class WindowCompactor(InlineCompactor):
 
 
 _WINDOW_CUTS[WindowCompactor] = WindowCompactor._cut
+
+
+def _front_end(front: list[Component], pin: PinPredicate) -> int:
+    """``prefix_end(front, pin)``, without its calls when ``front`` ends in no tool step.
+
+    ``front`` is a stable pin's first few components. Unless it ends in a tool
+    call or result, no thinking loop runs in it, so a cut before ``front[end]``
+    is unsafe exactly when that is a tool result (``boundaries._safe``).
+    """
+    last = front[-1]
+    if last.tool_calls or last.tool_call_id is not None:
+        return prefix_end(front, pin)
+    end = pin_end(front, pin)
+    n = len(front)
+    while end < n and front[end].tool_call_id is not None:
+        end += 1
+    return end
 
 
 Measure = Literal["tokens", "usage"]

@@ -42,6 +42,7 @@ from .pins import PinPredicate
 __all__ = [
     "is_safe_cut",
     "is_tool_result",
+    "pin_end",
     "prefix_end",
     "safe_cut_table",
     "thinking_loop_start",
@@ -201,6 +202,24 @@ def _safe(
     return not _trailing_exchange_is_open(items)
 
 
+def pin_end(items: Sequence[Component], pin_predicate: PinPredicate) -> int:
+    """Return ``pin_predicate(items)``, checked: an int between 0 and ``len(items)``.
+
+    Raises:
+        InvalidArgumentError: When the predicate returns anything else.
+    """
+    end = pin_predicate(items)
+    n = len(items)
+    if end.__class__ is not int or not 0 <= end <= n:
+        name = getattr(pin_predicate, "__name__", repr(pin_predicate))
+        msg = (
+            f"pin predicate {name} returned {end!r} for {n} components; "
+            f"it must return an int between 0 and {n}"
+        )
+        raise InvalidArgumentError(msg)
+    return end
+
+
 def prefix_end(
     items: Sequence[Component],
     pin_predicate: PinPredicate,
@@ -212,15 +231,8 @@ def prefix_end(
         InvalidArgumentError: When the predicate returns something other than
             an int between 0 and ``len(items)``.
     """
-    end = pin_predicate(items)
+    end = pin_end(items, pin_predicate)
     n = len(items)
-    if end.__class__ is not int or not 0 <= end <= n:
-        name = getattr(pin_predicate, "__name__", repr(pin_predicate))
-        msg = (
-            f"pin predicate {name} returned {end!r} for {n} components; "
-            f"it must return an int between 0 and {n}"
-        )
-        raise InvalidArgumentError(msg)
     loop = None if table is not None else thinking_loop_start(items)
     while end < n and not _safe(items, n, end, table, loop):
         end += 1
