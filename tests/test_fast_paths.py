@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import attrs
 import pytest
@@ -27,8 +28,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyrsistent import PMap
 
-from mellea_ctx import ChatContext, Component, Message, ToolMessage, WindowCompactor, to_openai
+from mellea_ctx import (
+    ChatContext,
+    Component,
+    Message,
+    TiktokenCounter,
+    ToolMessage,
+    WindowCompactor,
+    to_openai,
+)
+from mellea_ctx._core import tokens
 from mellea_ctx._core.boundaries import is_safe_cut, safe_cut_table, thinking_loop_start, window_cut
+from mellea_ctx._core.encoding import load_o200k_base
 from mellea_ctx._core.exceptions import InvalidComponentError
 from mellea_ctx._core.parts import EMPTY, TextPart, freeze_json, to_extra
 from mellea_ctx._formats.openai_read import _parse_message, parse_message
@@ -261,6 +272,43 @@ class TestOpenAIRead:
                 assert _component_fields(fast) == _component_fields(plain)
                 if isinstance(fast, ToolMessage):
                     assert not fast.structured
+
+
+_WIRE_TEXT = st.text(
+    alphabet=st.sampled_from(
+        ["\n", "[", "]", " ", "\r", "/", "a", "B", "1", "'", "s", "é", "🙂", ".", "\t"]
+    ),
+    max_size=60,
+)
+
+
+class TestTokenCount:
+    @given(text=_WIRE_TEXT, piece=st.integers(0, 12))
+    def test_a_huge_text_counted_in_pieces_counts_as_one_encode(
+        self, text: str, piece: int
+    ) -> None:
+        encode = load_o200k_base().encode_ordinary
+        with mock.patch.object(tokens, "_PIECE", piece):  # every text here is "huge"
+            assert tokens._encoded_length(encode, text) == len(encode(text))
+
+    def test_a_transcript_counted_in_pieces(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        encode = load_o200k_base().encode_ordinary
+        text = (
+            "\n\n".join(
+                f"[{role}] {body}"
+                for role, body in [
+                    ("user", "List /tmp."),
+                    ("assistant", "ok.\n"),
+                    ("tool ls", "a\n[b]"),
+                ]
+            )
+            * 50
+        )
+        monkeypatch.setattr(tokens, "_PIECE", 7)
+        assert tokens._encoded_length(encode, text) == len(encode(text))
+        assert TiktokenCounter().count(Message("user", text)) == TiktokenCounter(
+            per_message=3
+        ).count(Message("user", text))
 
 
 class TestSafeCut:
