@@ -156,10 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key in chosen:
         print(f"== {key} ...", flush=True)
         t0 = time.perf_counter()
+        here = machine()
         ran = {
             "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "quick": args.quick,
-            "loadavg_start": machine()["loadavg_start"],
+            "loadavg_start": here["loadavg_start"],
+            "machine": here,
         }
         record[key] = runners[key]()
         seconds = time.perf_counter() - t0

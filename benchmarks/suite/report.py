@@ -272,14 +272,17 @@ def _ir(counts: Mapping[str, Any] | None, name: str, n: int) -> str:
 def _hot(hot: Mapping[str, Any]) -> list[str]:
     """The hot paths of issue 24: each against its reference, timed and in instructions."""
     ran = hot.get("ran")
-    when = (
-        f" (this case ran on its own: {ran['created']}"
-        + (", QUICK" if ran["quick"] else "")
-        + f", load average {ran['loadavg_start']} at its start)"
-        if ran
-        else ""
-    )
-    out = ["#### 7. Hot paths (issue 24)" + when, ""]
+    out = ["#### 7. Hot paths (issue 24)", ""]
+    if ran:
+        m = ran.get("machine", {})
+        where = f"on {m['cpu']}, {m['cores']} cores, " if m else ""
+        out += [
+            f"This case ran on its own ({ran['created']}"
+            + (", QUICK sizes" if ran["quick"] else "")
+            + f"), {where}load average {ran['loadavg_start']} at its start, "
+            f"{ran['seconds']:,.0f} s; the other cases keep the figures of their own run.",
+            "",
+        ]
     counts = hot.get("instructions", {})
     rounds = hot["rounds"]
     rows = []
