@@ -18,6 +18,7 @@ piece of state a node carries, not only what ``as_list`` shows.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -46,7 +47,9 @@ from mellea_ctx._formats.openai_read import _parse_message, parse_message
 
 from .strategies import counters, histories, pins, sizes, texts
 
-CORPUS = Path("/work/shared/corpus")
+# shared/ beside the repository, as tests/test_formats.py finds it (or where the suite's
+# MELLEA_CTX_CORPUS points).
+CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
 
 
 class Tagged(ChatContext):
