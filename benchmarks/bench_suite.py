@@ -22,6 +22,14 @@ each under ``suite/cases/``:
    10k and 100k messages, for each compactor.
 6. ``resources``: time and memory (tracemalloc peak) to build a context and to
    load a transcript, at three sizes each, to show they grow linearly.
+7. ``hot``: the hot paths of issue 24 (inline window adds, ``Message``
+   construction, reading OpenAI messages, span planning on one agent loop, a
+   100,000-message compaction with ``ExtractiveBackend``), each against its
+   reference in interleaved rounds with the spread shown, and in instruction
+   counts under callgrind when valgrind is installed (``suite/cases/hot.py``).
+
+``--merge`` runs the chosen cases into the existing record (the other cases
+keep the figures of their own run; each merged case records when it ran).
 
 Every figure that compares two things is a ratio of two measurements taken in
 this same process, in this same run. This file is the runner only; it
@@ -60,6 +68,7 @@ from suite.cases.billing import (
 )
 from suite.cases.core import case_core
 from suite.cases.counting import case_counting
+from suite.cases.hot import case_hot
 from suite.cases.latency import case_latency
 from suite.cases.resources import case_resources, write_transcript
 from suite.cases.trim import case_trim
@@ -77,6 +86,7 @@ __all__ = [
     "case_billing",
     "case_core",
     "case_counting",
+    "case_hot",
     "case_latency",
     "case_resources",
     "case_trim",
@@ -96,7 +106,7 @@ __all__ = [
 
 RESULTS_DIR = HERE / "results"
 
-CASES = ("core", "trim", "counting", "billing", "latency", "resources")
+CASES = ("core", "trim", "counting", "billing", "latency", "resources", "hot")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,6 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=None, help="JSON file (markdown beside it)")
     parser.add_argument(
         "--render", type=Path, default=None, help="only rewrite the markdown of this JSON record"
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="run the chosen cases into the existing JSON record, keeping the others",
     )
     args = parser.parse_args(argv)
     if args.render is not None:
@@ -124,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
     }
+    if args.merge and output.exists():
+        kept = json.loads(output.read_text())
+        record = {**kept, "merged": sorted({*kept.get("merged", []), *chosen})}
     print(f"machine: {json.dumps(record['machine'])}", flush=True)
     pools = load_pools()
     runners: dict[str, Callable[[], dict[str, Any]]] = {
@@ -133,17 +151,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         "billing": lambda: case_billing(args.quick, pools),
         "latency": lambda: case_latency(args.quick),
         "resources": lambda: case_resources(args.quick),
+        "hot": lambda: case_hot(args.quick),
     }
     for key in chosen:
         print(f"== {key} ...", flush=True)
         t0 = time.perf_counter()
+        here = machine()
+        ran = {
+            "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "quick": args.quick,
+            "loadavg_start": here["loadavg_start"],
+            "machine": here,
+        }
         record[key] = runners[key]()
-        print(f"   {key}: {time.perf_counter() - t0:.1f} s", flush=True)
-    record["seconds"] = time.perf_counter() - started
-    try:
-        record["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        record["loadavg_end"] = "unknown"
+        seconds = time.perf_counter() - t0
+        if args.merge:
+            record[key]["ran"] = {**ran, "seconds": seconds}
+        print(f"   {key}: {seconds:.1f} s", flush=True)
+    if args.merge:
+        print(f"merged {chosen} into {output}")
+    else:
+        record["seconds"] = time.perf_counter() - started
+    if not args.merge:
+        try:
+            record["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        except OSError:
+            record["loadavg_end"] = "unknown"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(record, indent=1) + "\n")
     markdown = render_markdown(record)

@@ -177,6 +177,56 @@ class TestReport:
         assert "Billed input tokens" in text and "Resource bounds" in text
         assert "(main)" in text
 
+    def test_hot_paths_render_timed_and_counted(self, suite: ModuleType) -> None:
+        """The hot-path case's table: both sides, the timed ratio and the instruction ratio."""
+        side = {"median_s": 2.0, "best_s": 1.5, "spread": 0.2, "per_item_us": 2.0}
+        ours = {"median_s": 0.25, "best_s": 0.2, "spread": 0.4, "per_item_us": 0.25}
+        case = {"n": 1_000, "sides": {"mellea": side, "ours": ours}}
+        case |= {"ratio_median": 8.0, "ratio_best": 7.5}
+        span = {
+            "sizes": [500, 2_000],
+            "sides": {"500": side, "2000": {**side, "median_s": 6.0}},
+            "time_ratio_median": 3.0,
+            "time_ratio_best": 2.9,
+            "linear": 4.0,
+        }
+        hot = {
+            "rounds": 3,
+            "window": case,
+            "message": case,
+            "span": span,
+            "instructions": {
+                "window": {"n": 10, "mellea": 1_200, "ours": 100},
+                "span": {"500": 10, "2000": 41},
+            },
+            "big": [
+                {
+                    "messages": 100,
+                    "timeout_s": 120.0,
+                    "wall_s": 1.0,
+                    "cpu_s": 0.5,
+                    "cpu_per_message_us": 5_000.0,
+                    "rss_before_mb": 100.0,
+                    "rss_peak_mb": 120.0,
+                    "compacted": True,
+                    "warnings": [],
+                }
+            ],
+        }
+        record = {"machine": suite.machine(), "quick": True, "created": "now", "seconds": 1.0}
+        text = suite.render_markdown({**record, "loadavg_end": "0", "hot": hot})
+        assert "**8.00x** (best 7.50x)" in text and "**12.00x**" in text  # timed, counted
+        assert "**3.00x** timed" in text and "**4.10x** in instructions" in text
+        assert "| 100 | 1.0 s / 120 s |" in text
+
+    def test_agent_loop_is_one_loop_the_span_can_cut(self, suite: ModuleType) -> None:
+        from suite.cases.hot import agent_loop, span_compactor
+
+        ctx = agent_loop(60)
+        assert len(ctx) == 60 and [c.role for c in ctx].count("user") == 1
+        p, k, _ = span_compactor(ctx).span(ctx)
+        assert 0 < p < k < len(ctx)
+
     def test_transcript_writer_writes_a_valid_transcript(
         self, suite: ModuleType, tmp_path: Path
     ) -> None:

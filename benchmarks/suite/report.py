@@ -251,7 +251,147 @@ def render_markdown(record: Mapping[str, Any]) -> str:
                 ),
                 "",
             ]
+    hot = record.get("hot")
+    if hot:
+        out += _hot(hot)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _side(case: Mapping[str, Any], name: str) -> str:
+    side = case.get("sides", {}).get(name)
+    if side is None:
+        return "not installed"
+    return f"{side['per_item_us']:,.2f} µs (±{100 * side['spread'] / 2:.0f}%)"
+
+
+def _ir(counts: Mapping[str, Any] | None, name: str, n: int) -> str:
+    value = None if counts is None else counts.get(name)
+    return "-" if value is None else f"{value / n:,.0f}"
+
+
+def _hot(hot: Mapping[str, Any]) -> list[str]:
+    """The hot paths of issue 24: each against its reference, timed and in instructions."""
+    ran = hot.get("ran")
+    out = ["#### 7. Hot paths (issue 24)", ""]
+    if ran:
+        m = ran.get("machine", {})
+        where = f"on {m['cpu']}, {m['cores']} cores, " if m else ""
+        out += [
+            f"This case ran on its own ({ran['created']}"
+            + (", QUICK sizes" if ran["quick"] else "")
+            + f"), {where}load average {ran['loadavg_start']} at its start, "
+            f"{ran['seconds']:,.0f} s; the other cases keep the figures of their own run.",
+            "",
+        ]
+    counts = hot.get("instructions", {})
+    rounds = hot["rounds"]
+    rows = []
+    specs = [
+        ("window", "WindowCompactor(size=20) adds", "mellea", "≥ 11x"),
+        ("message", 'Message("user", text)', "mellea", "≥ 0.91x (ours ≤ 1.1x its time)"),
+        ("read", "reading the corpus' OpenAI messages", "langchain", "≥ 1.25x"),
+    ]
+    for key, title, reference, target in specs:
+        case = hot.get(key, {})
+        if not case.get("sides"):
+            continue
+        ir = counts.get(key) if isinstance(counts.get(key), Mapping) else None
+        n_ir = ir.get("n", 1) if ir else 1
+        ratio = case.get("ratio_median")
+        ir_ratio = (
+            ir[reference] / ir["ours"] if ir and ir.get(reference) and ir.get("ours") else None
+        )
+        rows.append(
+            [
+                title,
+                f"{case['n']:,}",
+                f"{reference}: {_side(case, reference)}",
+                f"ours: {_side(case, 'ours')}",
+                "-" if ratio is None else f"**{ratio:.2f}x** (best {case['ratio_best']:.2f}x)",
+                _ir(ir, reference, n_ir) if key != "read" else _ir(ir, reference, 1),
+                _ir(ir, "ours", n_ir) if key != "read" else _ir(ir, "ours", 1),
+                "-" if ir_ratio is None else f"**{ir_ratio:.2f}x**",
+                target,
+            ]
+        )
+    header = [
+        "hot path",
+        "N",
+        "reference, median per item (± half the spread)",
+        "ours",
+        "reference / ours, timed",
+        "reference instructions per item",
+        "ours",
+        "reference / ours, instructions",
+        "target",
+    ]
+    out += [_table(header, rows), ""]
+    span = hot.get("span")
+    if span:
+        small, large = span["sizes"]
+        sp = counts.get("span") if isinstance(counts.get("span"), Mapping) else None
+        ir_ratio = (
+            sp[str(large)] / sp[str(small)]
+            if sp and sp.get(str(large)) and sp.get(str(small))
+            else None
+        )
+        cells = [
+            f"`TokenBudgetCompactor.span` on one agent loop: {small:,} messages "
+            f"{span['sides'][str(small)]['median_s'] * 1e3:.2f} ms, {large:,} messages "
+            f"{span['sides'][str(large)]['median_s'] * 1e3:.2f} ms: "
+            f"**{span['time_ratio_median']:.2f}x** timed "
+            f"(best rounds {span['time_ratio_best']:.2f}x)",
+        ]
+        if ir_ratio is not None:
+            cells.append(f"**{ir_ratio:.2f}x** in instructions")
+        out += ["; ".join(cells) + f" (linear: {span['linear']:.0f}x; target ≤ 5x).", ""]
+    if "note" in counts:
+        out += [f"Instruction counts: {counts['note']}.", ""]
+    else:
+        out += [
+            f"Timed: {rounds} interleaved rounds ({3 * rounds} for reading and span), "
+            "median of each side; the spread is (max - min) / median over the rounds. "
+            "Instructions: callgrind, collection on only inside the counted loop, "
+            f"{counts.get('window', {}).get('n', 0):,} adds and "
+            f"{counts.get('message', {}).get('n', 0):,} messages (instructions per item); "
+            "reading: instructions for the whole corpus.",
+            "",
+        ]
+    big = hot.get("big") or []
+    if big:
+        rows = []
+        for r in big:
+            if "error" in r:
+                rows.append([f"{r['messages']:,}", "failed", "-", "-", "-", r["error"][:80]])
+                continue
+            rows.append(
+                [
+                    f"{r['messages']:,}",
+                    f"{r['wall_s']:,.1f} s / {r['timeout_s']:.0f} s",
+                    f"{r['cpu_s']:,.1f} s",
+                    f"{r['cpu_per_message_us']:,.0f} µs",
+                    f"{r['rss_before_mb']:,.0f} → {r['rss_peak_mb']:,.0f} MB",
+                    "applied"
+                    if r["compacted"]
+                    else "NOT applied: " + "; ".join(r["warnings"])[:120],
+                ]
+            )
+        header = [
+            "messages",
+            "wall / timeout",
+            "CPU",
+            "CPU per message",
+            "RSS before → peak",
+            "outcome",
+        ]
+        out += [
+            "A `TokenBudgetCompactor` compaction with `ExtractiveBackend` of an agent session "
+            "resampled from the corpus, one fresh process per size:",
+            "",
+            _table(header, rows),
+            "",
+        ]
+    return out
 
 
 def _billing_breakdown(billing: Mapping[str, Any]) -> list[str]:

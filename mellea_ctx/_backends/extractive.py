@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -169,14 +169,15 @@ def _sentences(text: str) -> list[_Sentence]:
     counter = default_counter()
     found: list[_Sentence] = []
     headers = list(_HEADER.finditer(text))
-    spans: list[tuple[str, str]] = []
-    if not headers:
-        spans.append(("text", text))
-    else:
+
+    def bodies() -> Iterator[tuple[str, str]]:  # one at a time, not a second copy of text
+        if not headers:
+            yield "text", text
         for index, header in enumerate(headers):
             end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-            spans.append((header.group(1), text[header.end() : end]))
-    for label, body in spans:
+            yield header.group(1), text[header.end() : end]
+
+    for label, body in bodies():
         speaker = _speaker(label)
         for piece in _SENTENCE_BREAK.split(body):
             piece = piece.strip()
@@ -346,17 +347,23 @@ class ExtractiveBackend:
         components = read_transcript(text)
         limit, max_chars = fact_budget(len(components))
         facts = extract_facts(components, limit=limit, max_chars=max_chars)
+        del components  # only the details were wanted: free the transcript's copy before scoring
         fact_texts = [f.text for f in facts]
         count = details_that_fit(facts, budget // 2)
         details = detail_block(facts[:count])
         budget_left = budget - (counter.count_text(details) if details else 0)
-        documents = [set(_words(s.text)) for s in sentences]
+        # Each sentence's distinct words, in set order, as a tuple of shared strings:
+        # a set per sentence and a copy of each word per sentence cost most of the
+        # memory of a 100,000-message span (issue 24).
+        shared: dict[str, str] = {}
+        keep = shared.setdefault
+        documents = [tuple([keep(w, w) for w in set(_words(s.text))]) for s in sentences]
         frequency: Counter[str] = Counter()
         for words in documents:
             frequency.update(words)
         total = len(sentences)
 
-        def score(sentence: _Sentence, words: set[str]) -> float:
+        def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
             weight = sum(math.log(1 + total / frequency[w]) for w in words)
             weight /= math.sqrt(max(len(words), 1))
             if sentence.speaker == "user":
@@ -365,7 +372,7 @@ class ExtractiveBackend:
                 weight *= 0.7
             if _OUTCOME.search(sentence.text):
                 weight *= 1.4
-            if any(fact in sentence.text for fact in fact_texts):
+            if any(map(sentence.text.__contains__, fact_texts)):  # no frame per fact
                 weight *= 1.3
             return weight * (1 + 0.5 * sentence.position / total)
 

@@ -187,7 +187,7 @@ class TokenBudgetCompactor(InlineCompactor):
             if items[index].role in opening
             and items[index].tool_call_id is None
             and not isinstance(items[index], Checkpoint)
-            and is_safe_cut(items, index, table)
+            and is_safe_cut(items, index, table, loop=loop)
         ]
         if not starts or starts[-1] <= p:
             reason = (

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._core.boundaries import prefix_end, thinking_loop_start, window_cut
+from .._core.boundaries import pin_end, prefix_end, thinking_loop_start, window_cut
+from .._core.context import _WINDOW_CUTS
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, is_prefix_stable, pin_system
 from .._core.protocols import (
@@ -31,6 +32,7 @@ from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
+    from .._core.components import Component
     from .._core.context import ChatContext
     from .._core.protocols import Backend
 
@@ -107,11 +109,22 @@ class WindowCompactor(InlineCompactor):
         Returns ``ctx`` itself when the body already fits. ``backend``, ``force`` and
         ``instructions`` are unused.
         """
+        cut = self._cut(ctx)
+        return ctx if cut is None else ctx._replace(*cut)
+
+    def _cut(self, ctx: ChatContext) -> tuple[int, int] | None:
+        """Return ``(p, k)``: drop ``ctx[p:k]``; ``None`` when nothing is dropped.
+
+        Exactly :func:`window_cut`'s answer (``None`` for its ``k <= p``), on
+        the per-add path without a call per component. ``ChatContext.add``
+        calls it directly for a ``WindowCompactor`` and drops ``ctx[p:k]`` in
+        place on the node it has just built, which nobody else has seen.
+        """
         size = self.size
-        head, buf, start = ctx._head, ctx._buf, ctx._start
-        n = len(head) + ctx._end - start
+        head, buf, start, end = ctx._head, ctx._buf, ctx._start, ctx._end
+        n = len(head) + end - start
         if n <= size:
-            return ctx
+            return None
         if ctx._loose or size == 0:
             p, k = window_cut(ctx, size, self.pin_predicate, loose=ctx._loose)
         else:
@@ -124,7 +137,7 @@ class WindowCompactor(InlineCompactor):
                 # Its answer on the first few components holds for the whole
                 # history as long as it stops short of their end.
                 front = [*head, *buf[start : start + 2]]
-                p = prefix_end(front, pin)
+                p = _front_end(front, pin)
                 if p >= len(front):
                     p = n
             if p == n:
@@ -133,13 +146,36 @@ class WindowCompactor(InlineCompactor):
             hl = len(head)
             while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
                 k -= 1
-            if k > p:  # a continuing thinking loop is kept from its first step
+            last = buf[end - 1] if end > start else head[-1]
+            # A continuing thinking loop is kept from its first step; a loop
+            # continues only while the history ends in a tool call or result.
+            if k > p and (last.tool_calls or last.tool_call_id is not None):
                 loop = thinking_loop_start(ctx)
                 if loop is not None and k > loop:
                     k = loop
         if k <= p:
-            return ctx
-        return ctx._replace(p, k)
+            return None
+        return p, k
+
+
+_WINDOW_CUTS[WindowCompactor] = WindowCompactor._cut
+
+
+def _front_end(front: list[Component], pin: PinPredicate) -> int:
+    """``prefix_end(front, pin)``, without its calls when ``front`` ends in no tool step.
+
+    ``front`` is a stable pin's first few components. Unless it ends in a tool
+    call or result, no thinking loop runs in it, so a cut before ``front[end]``
+    is unsafe exactly when that is a tool result (``boundaries._safe``).
+    """
+    last = front[-1]
+    if last.tool_calls or last.tool_call_id is not None:
+        return prefix_end(front, pin)
+    end = pin_end(front, pin)
+    n = len(front)
+    while end < n and front[end].tool_call_id is not None:
+        end += 1
+    return end
 
 
 Measure = Literal["tokens", "usage"]

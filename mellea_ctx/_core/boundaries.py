@@ -32,6 +32,7 @@ their thinking. :func:`thinking_loop_start` finds the protected step.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from .components import Component
 from .exceptions import InvalidArgumentError
@@ -41,6 +42,7 @@ from .pins import PinPredicate
 __all__ = [
     "is_safe_cut",
     "is_tool_result",
+    "pin_end",
     "prefix_end",
     "safe_cut_table",
     "thinking_loop_start",
@@ -149,18 +151,38 @@ def safe_cut_table(items: Sequence[Component]) -> list[bool]:
     return table
 
 
-def is_safe_cut(items: Sequence[Component], k: int, table: list[bool] | None) -> bool:
+class _Scan:
+    """The default of ``is_safe_cut(loop=...)``: find the trailing loop here."""
+
+    __slots__ = ()
+
+
+_SCAN: Final = _Scan()
+
+
+def is_safe_cut(
+    items: Sequence[Component],
+    k: int,
+    table: list[bool] | None,
+    *,
+    loop: int | _Scan | None = _SCAN,
+) -> bool:
     """Return whether a cut at ``k`` is safe; pass ``safe_cut_table(items)`` for a loose history.
 
     Without a table it costs O(1) plus, for a cut that is not before a tool
-    result, the length of the trailing tool loop (the thinking rule).
+    result, the length of the trailing tool loop (the thinking rule), unless
+    ``loop`` passes :func:`thinking_loop_start` of ``items`` along: a caller
+    testing many cuts of one history finds it once (testing each cut with a
+    fresh scan was quadratic on a long agent loop).
     """
     n = len(items)
     if table is not None:
         return table[k]
     if k < n and is_tool_result(items[k]):
         return False
-    return _safe(items, n, k, None, thinking_loop_start(items))
+    if isinstance(loop, _Scan):
+        loop = thinking_loop_start(items)
+    return _safe(items, n, k, None, loop)
 
 
 def _safe(
@@ -180,6 +202,24 @@ def _safe(
     return not _trailing_exchange_is_open(items)
 
 
+def pin_end(items: Sequence[Component], pin_predicate: PinPredicate) -> int:
+    """Return ``pin_predicate(items)``, checked: an int between 0 and ``len(items)``.
+
+    Raises:
+        InvalidArgumentError: When the predicate returns anything else.
+    """
+    end = pin_predicate(items)
+    n = len(items)
+    if end.__class__ is not int or not 0 <= end <= n:
+        name = getattr(pin_predicate, "__name__", repr(pin_predicate))
+        msg = (
+            f"pin predicate {name} returned {end!r} for {n} components; "
+            f"it must return an int between 0 and {n}"
+        )
+        raise InvalidArgumentError(msg)
+    return end
+
+
 def prefix_end(
     items: Sequence[Component],
     pin_predicate: PinPredicate,
@@ -191,15 +231,8 @@ def prefix_end(
         InvalidArgumentError: When the predicate returns something other than
             an int between 0 and ``len(items)``.
     """
-    end = pin_predicate(items)
+    end = pin_end(items, pin_predicate)
     n = len(items)
-    if end.__class__ is not int or not 0 <= end <= n:
-        name = getattr(pin_predicate, "__name__", repr(pin_predicate))
-        msg = (
-            f"pin predicate {name} returned {end!r} for {n} components; "
-            f"it must return an int between 0 and {n}"
-        )
-        raise InvalidArgumentError(msg)
     loop = None if table is not None else thinking_loop_start(items)
     while end < n and not _safe(items, n, end, table, loop):
         end += 1

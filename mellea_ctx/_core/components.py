@@ -71,16 +71,22 @@ def _thunk_calls(value: object) -> tuple[ToolCall, ...]:
     return _tuple_of(ToolCall, "ModelOutputThunk", "tool_calls", value)
 
 
+# The content converters' checks, each built once (not a closure per call).
+_MESSAGE_CONTENT: Final = _parts("Message")
+_TOOL_CONTENT: Final = _parts("ToolMessage")
+_THUNK_CONTENT: Final = _parts("ModelOutputThunk")
+
+
 def _message_parts(value: object) -> tuple[Part, ...]:
-    return _parts("Message")(value)  # type: ignore[no-any-return]
+    return _MESSAGE_CONTENT(value)  # type: ignore[no-any-return]
 
 
 def _tool_parts(value: object) -> tuple[Part, ...]:
-    return _parts("ToolMessage")(value)  # type: ignore[no-any-return]
+    return _TOOL_CONTENT(value)  # type: ignore[no-any-return]
 
 
 def _thunk_parts(value: object) -> tuple[Part, ...]:
-    return _parts("ModelOutputThunk")(value)  # type: ignore[no-any-return]
+    return _THUNK_CONTENT(value)  # type: ignore[no-any-return]
 
 
 def _structured(instance: Any) -> bool:
@@ -218,7 +224,30 @@ class Message(Component):
         extra: Mapping[str, Any] | None = None,
         structured: bool | None = None,
     ) -> None:
-        parts = _parts("Message")(content)
+        if (
+            content.__class__ is str
+            and role.__class__ is str
+            and role in _PLAIN_ROLES
+            and tool_calls is _NOTHING
+            and images is _NOTHING
+            and name is None
+            and extra is None
+            and structured is None
+            and self.__class__ is Message
+        ):
+            # The plain-text path, Message(role, text): every field is known valid,
+            # so set them as __attrs_init__ would, with no converter or validator.
+            part = _new(TextPart)
+            _set_text(part, content)
+            _set_part_extra(part, EMPTY)
+            _set_role(self, role)
+            _set_parts(self, (part,))
+            _set_calls(self, ())
+            _set_name(self, None)
+            _set_extra(self, EMPTY)
+            _set_structured(self, False)  # one plain text part travels as a string
+            return
+        parts = _MESSAGE_CONTENT(content)
         if images:
             parts += tuple(_image_part(ref) for ref in _images(images))
         if structured is None:
@@ -243,6 +272,21 @@ class Message(Component):
     def content(self) -> str:
         """The text view: the text parts joined by a blank line (``""`` when none)."""
         return text_of(self.parts)
+
+
+_NOTHING: Final = ()  # the default of tool_calls= and images=, told apart by identity
+_PLAIN_ROLES: Final = frozenset(MESSAGE_ROLES)
+_new: Final = object.__new__
+# The slots' own setters (a frozen attrs class refuses setattr; __attrs_init__ goes
+# around it the same way).
+_set_text: Final = TextPart.__dict__["text"].__set__
+_set_part_extra: Final = TextPart.__dict__["extra"].__set__
+_set_role: Final = Message.__dict__["role"].__set__
+_set_parts: Final = Message.__dict__["parts"].__set__
+_set_calls: Final = Message.__dict__["tool_calls"].__set__
+_set_name: Final = Message.__dict__["name"].__set__
+_set_extra: Final = Message.__dict__["extra"].__set__
+_set_structured: Final = Message.__dict__["structured"].__set__
 
 
 def _image_part(ref: str) -> ImagePart:
@@ -366,7 +410,7 @@ class ModelOutputThunk(Component):
                 _require_str("ModelOutputThunk", "value", value)
             held = (TextPart(value),) if value else ()
         else:
-            held = _parts("ModelOutputThunk")(parts)
+            held = _THUNK_CONTENT(parts)
             view = text_of(held)
             if value is None:
                 value = view if any(type(p) is TextPart for p in held) else None

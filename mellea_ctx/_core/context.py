@@ -12,8 +12,8 @@ the storage in ``nodes.py``; this module is the public API on top of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from .boundaries import is_tool_result, turn_start, window_cut
 from .components import Component, ModelOutputThunk
@@ -37,6 +37,12 @@ __all__ = ["ChatContext"]
 # A failure backoff doubles with each consecutive failed inline compaction, this many times.
 _BACKOFF_DOUBLINGS = 4
 _C = TypeVar("_C", bound="ChatContext")
+
+#: Compactor classes whose inline run is a pure cut, ``(p, k)`` or ``None``:
+#: ``ChatContext.add`` drops ``[p:k]`` in place on the node it has just built
+#: instead of building a second node. ``window.py`` registers ``WindowCompactor``
+#: (exactly that class: a subclass may override ``compact``).
+_WINDOW_CUTS: dict[type, Callable[[Any, ChatContext], tuple[int, int] | None]] = {}
 
 
 class ChatContext(_Node):
@@ -76,6 +82,13 @@ class ChatContext(_Node):
     __slots__ = ()
 
     _previous: ChatContext | _Lazy | None
+    #: Whether ``from_previous`` is ours, so the node ``add`` gets from it is new
+    #: and unseen (a subclass may override it and return anything).
+    _builds_fresh: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._builds_fresh = cls.from_previous.__func__ is ChatContext.from_previous.__func__  # type: ignore[attr-defined]
 
     def __init__(
         self,
@@ -206,10 +219,15 @@ class ChatContext(_Node):
                 "wrap text as Message('user', text)"
             )
             raise InvalidComponentError(msg)
-        node = type(self).from_previous(self, component)
+        cls = type(self)
+        node = cls.from_previous(self, component)
         compactor = self._compactor
         if compactor is None or self._hold:
             return node  # no compactor, or backing off after a failed compaction
+        cut = _WINDOW_CUTS.get(compactor.__class__)
+        if cut is not None and cls._builds_fresh:  # a window: one node per add, not two
+            span = cut(compactor, node)
+            return node if span is None else node._replace_fresh(*span)
         result = compactor._compact_on_add(node)
         if not isinstance(result, ChatContext):
             msg = (

@@ -147,6 +147,39 @@ class _Node(Sequence[Component]):
             tokens += count_all(counter, replacement) - count_all(counter, removed)
         return self._sibling(head, buf, start, end, tokens)
 
+    def _replace_fresh(self: _N, lo: int, hi: int) -> _N:
+        """Return ``self._replace(lo, hi)``, built in place when that is the O(1) drop.
+
+        Only for a node nobody else has seen yet (``ChatContext.add`` calls it
+        on the node ``from_previous`` has just built): dropping the oldest
+        body components then changes this node into exactly the sibling
+        ``_replace`` would build (same slice, settings and aggregates), and
+        saves building a second node on every add of an inline window.
+        """
+        head = self._head
+        if lo != len(head) or not 0 <= lo <= hi <= len(head) + self._end - self._start:
+            return self._replace(lo, hi)
+        buf, start, end = self._buf, self._start, self._end
+        tokens = self._tokens
+        if tokens is not None:
+            tokens -= count_all(self._counter, buf[start : start + hi - lo])
+        start += hi - lo
+        if start >= _REPACK_MIN and start > end - start:
+            buf, start, end = buf[start:end], 0, end - start
+            self._buf, self._end = buf, end
+        self._start = start
+        # As _sibling: the previous node is built on first read, the usage reading
+        # dropped, and any failure streak over.
+        self._previous = _LAZY if len(head) + end - start else None
+        self._data = buf[end - 1] if end > start else (head[-1] if head else None)
+        self._linked = False
+        self._usage = None
+        self._tokens = tokens
+        self._bound = tokens
+        self._hold = 0
+        self._failures = 0
+        return self
+
     def _sibling(
         self: _N,
         head: tuple[Component, ...],
@@ -174,7 +207,8 @@ class _Node(Sequence[Component]):
         node._bound = tokens
         node._hold = 0  # a compaction happened: any failure streak is over
         node._failures = 0
-        _inherit_attributes(node, self)
+        if type(node).__dictoffset__:  # _inherit_attributes, inlined: a subclass's own attributes
+            _inherit_attributes(node, self)
         return node
 
     def _holding(self: _N, components: Iterable[Component]) -> _N:

@@ -93,7 +93,7 @@ def to_extra(value: object, owner: str = "extra", field: str = "extra") -> PMap[
         >>> to_extra({"cache_control": {"type": "ephemeral"}})["cache_control"]["type"]
         'ephemeral'
     """
-    if value is None:
+    if value is None or (value.__class__ is dict and not value):  # nothing to check or freeze
         return EMPTY
     if isinstance(value, PMap):
         return value

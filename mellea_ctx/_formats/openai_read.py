@@ -270,8 +270,38 @@ def _parse_message(raw: object, where: str) -> Component:
         raise _fail(where, str(exc)) from exc
 
 
+_TEXT_ROLES: Final = frozenset(("system", "developer", "user", "assistant"))
+
+
+def _read_plain(raw: dict[str, Any]) -> Component | None:
+    """Read the two commonest shapes directly; ``None`` for any other message.
+
+    ``{"role", "content": str}`` and ``{"role": "tool", "content": str,
+    "tool_call_id"}``: every key is modelled, so there is nothing to keep in
+    ``extra`` and nothing to check but the types. The result equals what
+    :func:`_parse_message` builds (``tests/test_fast_paths.py`` compares them).
+    """
+    content = raw.get("content")
+    if content.__class__ is not str:
+        return None
+    size = len(raw)
+    role = raw.get("role")
+    if size == 2:
+        if role.__class__ is str and role in _TEXT_ROLES:
+            return Message(role, content)  # type: ignore[arg-type]  # a role of _TEXT_ROLES
+    elif size == 3 and role == "tool":
+        call_id = raw.get("tool_call_id")
+        if call_id.__class__ is str and call_id:
+            return ToolMessage(content, tool_call_id=call_id, structured=False)
+    return None
+
+
 def parse_message(raw: object, where: str) -> Component:
     """Read one message (see :func:`_parse_message`); a non-JSON kept value is a context error."""
+    if raw.__class__ is dict:
+        plain = _read_plain(raw)
+        if plain is not None:
+            return plain
     try:
         return _parse_message(raw, where)
     except InvalidComponentError as exc:  # a key we keep verbatim holds a non-JSON value
