@@ -114,6 +114,7 @@ from ._sessions.async_redis import AsyncRedisStore
 from ._sessions.async_sqlite import AsyncSQLiteStore
 from ._sessions.async_store import AsyncSessionStore, AsyncStoreAdapter, as_async_store
 from ._sessions.memory import MemoryStore
+from ._sessions.postgres import AsyncPostgresStore, PostgresStore
 from ._sessions.redis import RedisStore
 from ._sessions.session import Session, SessionMemory
 from ._sessions.sqlite import SQLiteStore
@@ -127,6 +128,7 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
+    "AsyncPostgresStore",
     "AsyncRedisStore",
     "AsyncSQLiteStore",
     "AsyncSessionStore",
@@ -178,6 +180,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "PostgresStore",
     "Provider",
     "RateLimitError",
     "ReactInitiator",

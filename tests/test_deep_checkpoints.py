@@ -26,6 +26,7 @@ from mellea_ctx import (
     react,
 )
 
+from ._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 
@@ -35,9 +36,9 @@ from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa:
 #: a shorter chain there. The reliability run takes the memory stores to 5,000 and
 #: the durable ones to 2,000, four times past the depth where the old records broke
 #: (about 490); the record format itself is round-tripped at 5,000 below.
-DEFAULT_DEPTH = {"memory": 1_000, "sqlite": 300, "redis": 300}
+DEFAULT_DEPTH = {"memory": 1_000, "sqlite": 300, "redis": 300, "postgres": 300}
 DEEP = 5_000
-RELIABILITY_DEPTH = {"memory": DEEP, "sqlite": 2_000, "redis": 2_000}
+RELIABILITY_DEPTH = {"memory": DEEP, "sqlite": 2_000, "redis": 2_000, "postgres": 2_000}
 BATCH = 100
 
 
@@ -97,7 +98,7 @@ class TestDeepChains:
         ones, so they run the default depth only (their own code is the I/O).
         """
         kind = request.node.callspec.params["store_factory"]
-        if kind in ("async-sqlite", "async-redis"):
+        if kind in ("async-sqlite", "async-redis", "async-postgres"):
             pytest.skip("the same records as the sync store; the default run covers the I/O")
         _run(store_factory, RELIABILITY_DEPTH[kind.removeprefix("async-")])
 

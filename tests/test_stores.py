@@ -38,6 +38,7 @@ from mellea_ctx import (
 )
 
 from ._proxy import ReplyDropper
+from ._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 
