@@ -2,8 +2,9 @@
 
 Layout, per table prefix ``p``: ``p_sessions`` (one row per session: version,
 length), ``p_components`` (one row per stored component: its lossless JSON
-record, keyed by session and position) and ``p_meta`` (one row per metadata
-key), the layout of :class:`~mellea_ctx.SQLiteStore`. The tables are made on
+record, keyed by session and position), ``p_meta`` (one row per metadata key)
+and ``p_checkpoints`` (each checkpoint of a session's chain, stored once by
+digest, :mod:`.chains`), the layout of :class:`~mellea_ctx.SQLiteStore`. The tables are made on
 first use, under an advisory lock, so many workers starting together make
 them once. Two prefixes on one database never see each other's sessions.
 
@@ -34,14 +35,13 @@ import attrs
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .chains import Chains, Encoded, MissingEntries, awrite_chains, write_chains
 from .store import (
     StoredSession,
     check_components,
     check_meta,
     check_session_id,
     check_version,
-    dump_records,
-    load_record,
 )
 
 __all__ = ["AsyncPostgresStore", "PostgresStore"]
@@ -89,6 +89,7 @@ class _Tables:
 
     def __init__(self, prefix: str) -> None:
         sessions, components, meta = f"{prefix}_sessions", f"{prefix}_components", f"{prefix}_meta"
+        checkpoints = f"{prefix}_checkpoints"
         self.lock_key = f"mellea_ctx tables {prefix}"
         self.schema = (
             f"CREATE TABLE IF NOT EXISTS {sessions} (session_id text PRIMARY KEY, "
@@ -97,13 +98,19 @@ class _Tables:
             "position bigint NOT NULL, record text NOT NULL, PRIMARY KEY (session_id, position))",
             f"CREATE TABLE IF NOT EXISTS {meta} (session_id text NOT NULL, key text NOT NULL, "
             "value text NOT NULL, PRIMARY KEY (session_id, key))",
+            f"CREATE TABLE IF NOT EXISTS {checkpoints} (session_id text NOT NULL, "
+            "digest text NOT NULL, record text NOT NULL, PRIMARY KEY (session_id, digest))",
         )
         self.load = (
             f"SELECT h.version, h.length, "
             f"(SELECT array_agg(record ORDER BY position) FROM {components} "
             "WHERE session_id = %(id)s), "
-            f"(SELECT array_agg(key) FROM {meta} WHERE session_id = %(id)s), "
-            f"(SELECT array_agg(value) FROM {meta} WHERE session_id = %(id)s ) "
+            f"(SELECT array_agg(key ORDER BY key) FROM {meta} WHERE session_id = %(id)s), "
+            f"(SELECT array_agg(value ORDER BY key) FROM {meta} WHERE session_id = %(id)s), "
+            f"(SELECT array_agg(digest ORDER BY digest) FROM {checkpoints} "
+            "WHERE session_id = %(id)s), "
+            f"(SELECT array_agg(record ORDER BY digest) FROM {checkpoints} "
+            "WHERE session_id = %(id)s) "
             f"FROM (SELECT 1) AS one LEFT JOIN {sessions} AS h ON h.session_id = %(id)s"
         )
         self.create = (
@@ -124,13 +131,20 @@ class _Tables:
             f"INSERT INTO {components} (session_id, position, record) "
             "SELECT %s, %s + t.o - 1, t.r FROM unnest(%s::text[]) WITH ORDINALITY AS t(r, o)"
         )
+        self.held = f"SELECT count(*) FROM {checkpoints} WHERE session_id = %s AND digest = ANY(%s)"
+        self.insert_entries = (
+            f"INSERT INTO {checkpoints} (session_id, digest, record) "
+            "SELECT %s, t.d, t.r FROM unnest(%s::text[], %s::text[]) AS t(d, r) "
+            "ON CONFLICT (session_id, digest) DO NOTHING"
+        )
         self.set_meta = (
             f"INSERT INTO {meta} (session_id, key, value) VALUES (%s, %s, %s) "
             "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value"
         )
         self.delete_meta = f"DELETE FROM {meta} WHERE session_id = %s AND key = %s"
         self.clear = tuple(
-            f"DELETE FROM {table} WHERE session_id = %s" for table in (components, meta, sessions)
+            f"DELETE FROM {table} WHERE session_id = %s"
+            for table in (components, checkpoints, meta, sessions)
         )
 
 
@@ -143,8 +157,10 @@ def _set_up_plan(tables: _Tables) -> Plan[None]:
         yield Statement(statement)
 
 
-def _load_plan(where: str, tables: _Tables, session_id: str) -> Plan[StoredSession]:
-    ((version, length, records, keys, values),) = yield Statement(tables.load, {"id": session_id})
+def _load_plan(where: str, tables: _Tables, chains: Chains, session_id: str) -> Plan[StoredSession]:
+    ((version, length, records, keys, values, digests, texts),) = yield Statement(
+        tables.load, {"id": session_id}
+    )
     records = records or []
     if version is None:
         version = length = 0
@@ -156,12 +172,14 @@ def _load_plan(where: str, tables: _Tables, session_id: str) -> Plan[StoredSessi
         )
         raise SessionStoreError(msg)
     meta = dict(zip(keys or (), values or (), strict=True))
-    return StoredSession(version, tuple(load_record(r) for r in records), meta)
+    entries = dict(zip(digests or (), texts or (), strict=True))
+    return StoredSession(version, chains.decode(records, entries), meta)
 
 
 def _write_plan(
-    tables: _Tables, session_id: str, records: list[str], expected_version: int, *, append: bool
+    tables: _Tables, session_id: str, encoded: Encoded, expected_version: int, *, append: bool
 ) -> Plan[int]:
+    records = encoded.records
     count = len(records)
     if expected_version == 0:
         done = yield Statement(tables.create, (session_id, count))
@@ -173,6 +191,13 @@ def _write_plan(
         found = yield Statement(tables.version, (session_id,))
         raise SessionConflictError(session_id, expected_version, found[0][0] if found else 0)
     ((start,),) = done
+    if encoded.needed:
+        ((held,),) = yield Statement(tables.held, (session_id, encoded.needed))
+        if held != len(encoded.needed):
+            raise MissingEntries
+    if encoded.entries:
+        digests, texts = zip(*encoded.entries, strict=True)
+        yield Statement(tables.insert_entries, (session_id, list(digests), list(texts)))
     if not append and expected_version:
         yield Statement(tables.drop_components, (session_id,))
     if records:
@@ -250,6 +275,7 @@ class _Common:
         self._ready = False
         self._closed = False
         self._pid = os.getpid()
+        self._chains = Chains()
 
     @property
     def table_prefix(self) -> str:
@@ -370,7 +396,9 @@ class PostgresStore(_Common):
             InvalidComponentError: When a stored record is damaged.
         """
         check_session_id(f"{self._kind}.load", session_id)
-        return self._run("load", session_id, _load_plan(self._where, self._tables, session_id))
+        return self._run(
+            "load", session_id, _load_plan(self._where, self._tables, self._chains, session_id)
+        )
 
     def append(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -385,8 +413,13 @@ class PostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_write(self._kind, self._tables, session_id, components, expected_version)
-        return self._run("append", session_id, plan)
+        owner, items = _checked_write(self._kind, session_id, components, expected_version)
+
+        def write(encoded: Encoded) -> int:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
+            return self._run("append", session_id, plan)
+
+        return write_chains(self._chains, owner, items, write)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -401,10 +434,15 @@ class PostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_write(
-            self._kind, self._tables, session_id, components, expected_version, append=False
+        owner, items = _checked_write(
+            self._kind, session_id, components, expected_version, append=False
         )
-        return self._run("replace", session_id, plan)
+
+        def write(encoded: Encoded) -> int:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
+            return self._run("replace", session_id, plan)
+
+        return write_chains(self._chains, owner, items, write)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -526,7 +564,7 @@ class AsyncPostgresStore(_Common):
             InvalidComponentError: When a stored record is damaged.
         """
         check_session_id(f"{self._kind}.load", session_id)
-        plan = _load_plan(self._where, self._tables, session_id)
+        plan = _load_plan(self._where, self._tables, self._chains, session_id)
         return await self._run("load", session_id, plan)
 
     async def aappend(
@@ -540,8 +578,13 @@ class AsyncPostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_write(self._kind, self._tables, session_id, components, expected_version)
-        return await self._run("append", session_id, plan)
+        owner, items = _checked_write(self._kind, session_id, components, expected_version)
+
+        async def write(encoded: Encoded) -> int:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
+            return await self._run("append", session_id, plan)
+
+        return await awrite_chains(self._chains, owner, items, write)
 
     async def areplace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -554,10 +597,15 @@ class AsyncPostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_write(
-            self._kind, self._tables, session_id, components, expected_version, append=False
+        owner, items = _checked_write(
+            self._kind, session_id, components, expected_version, append=False
         )
-        return await self._run("replace", session_id, plan)
+
+        async def write(encoded: Encoded) -> int:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
+            return await self._run("replace", session_id, plan)
+
+        return await awrite_chains(self._chains, owner, items, write)
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key as :meth:`PostgresStore.set_meta` does.
@@ -627,19 +675,17 @@ class AsyncPostgresStore(_Common):
 
 def _checked_write(
     kind: str,
-    tables: _Tables,
     session_id: str,
     components: Iterable[Component],
     expected_version: int,
     *,
     append: bool = True,
-) -> Plan[int]:
-    """Check a write's arguments now (before any connection) and return its plan."""
+) -> tuple[str, tuple[Component, ...]]:
+    """Check a write's arguments now (before any connection); return its owner and items."""
     owner = f"{kind}.{'append' if append else 'replace'}"
     check_session_id(owner, session_id)
     check_version(owner, expected_version)
-    records = dump_records(owner, check_components(owner, components, allow_empty=not append))
-    return _write_plan(tables, session_id, records, expected_version, append=append)
+    return owner, check_components(owner, components, allow_empty=not append)
 
 
 def _checked_meta(
