@@ -22,10 +22,12 @@ from .._core.exceptions import InvalidArgumentError
 from .chains import Chains, Encoded, awrite_chains
 from .redis import (
     _APPEND,
+    _RELEASE,
     _REPLACE,
     _import_redis,
     _shown_client,
     _shown_url,
+    lease_key,
     loaded,
     script_call,
     script_outcome,
@@ -105,6 +107,7 @@ class AsyncRedisStore:
         self._chains = Chains()
         self._append = self._client.register_script(_APPEND)
         self._replace = self._client.register_script(_REPLACE)
+        self._release = self._client.register_script(_RELEASE)
 
     @property
     def prefix(self) -> str:
@@ -195,6 +198,29 @@ class AsyncRedisStore:
         check_session_id("AsyncRedisStore.clear", session_id)
         async with self._errors("clear", session_id):
             await self._client.delete(*self._keys(session_id))
+
+    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease as :meth:`RedisStore.acquire_lease` does.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("AsyncRedisStore.acquire_lease", session_id)
+        async with self._errors("acquire_lease", session_id):
+            taken = await self._client.set(
+                lease_key(self._prefix, session_id), holder, nx=True, px=max(1, round(ttl * 1000))
+            )
+        return bool(taken)
+
+    async def arelease_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("AsyncRedisStore.release_lease", session_id)
+        async with self._errors("release_lease", session_id):
+            await self._release(keys=[lease_key(self._prefix, session_id)], args=[holder])
 
     async def aclose(self) -> None:
         """Close the connections of the client this store made (a client passed in is left open)."""

@@ -90,6 +90,7 @@ class _Tables:
     def __init__(self, prefix: str) -> None:
         sessions, components, meta = f"{prefix}_sessions", f"{prefix}_components", f"{prefix}_meta"
         checkpoints = f"{prefix}_checkpoints"
+        leases = f"{prefix}_leases"
         self.lock_key = f"mellea_ctx tables {prefix}"
         self.schema = (
             f"CREATE TABLE IF NOT EXISTS {sessions} (session_id text PRIMARY KEY, "
@@ -100,7 +101,18 @@ class _Tables:
             "value text NOT NULL, PRIMARY KEY (session_id, key))",
             f"CREATE TABLE IF NOT EXISTS {checkpoints} (session_id text NOT NULL, "
             "digest text NOT NULL, record text NOT NULL, PRIMARY KEY (session_id, digest))",
+            f"CREATE TABLE IF NOT EXISTS {leases} (session_id text PRIMARY KEY, "
+            "holder text NOT NULL, expires timestamptz NOT NULL)",
         )
+        # A lease is taken when free, expired, or already this holder's; the server's clock.
+        self.acquire_lease = (
+            f"INSERT INTO {leases} AS l (session_id, holder, expires) "
+            "VALUES (%s, %s, clock_timestamp() + make_interval(secs => %s)) "
+            "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
+            "expires = excluded.expires "
+            "WHERE l.expires <= clock_timestamp() OR l.holder = excluded.holder RETURNING 1"
+        )
+        self.release_lease = f"DELETE FROM {leases} WHERE session_id = %s AND holder = %s"
         self.load = (
             f"SELECT h.version, h.length, "
             f"(SELECT array_agg(record ORDER BY position) FROM {components} "
@@ -144,7 +156,7 @@ class _Tables:
         self.delete_meta = f"DELETE FROM {meta} WHERE session_id = %s AND key = %s"
         self.clear = tuple(
             f"DELETE FROM {table} WHERE session_id = %s"
-            for table in (components, checkpoints, meta, sessions)
+            for table in (components, checkpoints, meta, sessions, leases)
         )
 
 
@@ -210,6 +222,15 @@ def _meta_plan(tables: _Tables, session_id: str, key: str, value: str | None) ->
         yield Statement(tables.delete_meta, (session_id, key))
     else:
         yield Statement(tables.set_meta, (session_id, key, value))
+
+
+def _acquire_plan(tables: _Tables, session_id: str, holder: str, ttl: float) -> Plan[bool]:
+    taken = yield Statement(tables.acquire_lease, (session_id, holder, float(ttl)))
+    return bool(taken)
+
+
+def _release_plan(tables: _Tables, session_id: str, holder: str) -> Plan[None]:
+    yield Statement(tables.release_lease, (session_id, holder))
 
 
 def _clear_plan(tables: _Tables, session_id: str) -> Plan[None]:
@@ -464,6 +485,27 @@ class PostgresStore(_Common):
         check_session_id(f"{self._kind}.clear", session_id)
         self._run("clear", session_id, _clear_plan(self._tables, session_id))
 
+    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds (a row; the server's clock).
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id(f"{self._kind}.acquire_lease", session_id)
+        plan = _acquire_plan(self._tables, session_id, holder, ttl)
+        return self._run("acquire_lease", session_id, plan)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id(f"{self._kind}.release_lease", session_id)
+        self._run("release_lease", session_id, _release_plan(self._tables, session_id, holder))
+
     # -- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -626,6 +668,27 @@ class AsyncPostgresStore(_Common):
         """
         check_session_id(f"{self._kind}.clear", session_id)
         await self._run("clear", session_id, _clear_plan(self._tables, session_id))
+
+    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the compaction lease as :meth:`PostgresStore.acquire_lease` does.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id(f"{self._kind}.acquire_lease", session_id)
+        plan = _acquire_plan(self._tables, session_id, holder, ttl)
+        return await self._run("acquire_lease", session_id, plan)
+
+    async def arelease_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id(f"{self._kind}.release_lease", session_id)
+        await self._run(
+            "release_lease", session_id, _release_plan(self._tables, session_id, holder)
+        )
 
     async def aclose(self) -> None:
         """Close the pool's connections; later calls raise ``SessionStoreError``."""

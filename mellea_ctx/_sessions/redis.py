@@ -112,6 +112,18 @@ _APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
 _REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
 
 
+# KEYS: the lease. ARGV: the holder. Deletes the lease only if that holder still holds it.
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def lease_key(prefix: str, session_id: str) -> str:
+    """The key of the session's compaction lease (``SET NX PX``: expires on the server)."""
+    return f"{prefix}{{{session_id}}}:lease"
+
+
 def session_keys(prefix: str, session_id: str) -> tuple[str, str, str, str, str]:
     """The keys of one session: version, log, meta, writes, checkpoints (one hash tag)."""
     base = f"{prefix}{{{session_id}}}"
@@ -260,6 +272,7 @@ class RedisStore:
         self._chains = Chains()
         self._append = self._client.register_script(_APPEND)
         self._replace = self._client.register_script(_REPLACE)
+        self._release = self._client.register_script(_RELEASE)
 
     @property
     def prefix(self) -> str:
@@ -352,6 +365,31 @@ class RedisStore:
         check_session_id("RedisStore.clear", session_id)
         with self._errors("clear", session_id):
             self._client.delete(*self._keys(session_id))
+
+    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds (``SET NX PX``).
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.acquire_lease", session_id)
+        with self._errors("acquire_lease", session_id):
+            taken = self._client.set(
+                lease_key(self._prefix, session_id), holder, nx=True, px=max(1, round(ttl * 1000))
+            )
+        return bool(taken)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it (one script).
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.release_lease", session_id)
+        with self._errors("release_lease", session_id):
+            self._release(keys=[lease_key(self._prefix, session_id)], args=[holder])
 
     # -- lifetime -------------------------------------------------------------------
 

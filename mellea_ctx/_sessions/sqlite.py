@@ -74,6 +74,11 @@ _SCHEMA: Final = (
         record TEXT NOT NULL,
         PRIMARY KEY (session_id, digest)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS leases (
+        session_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires REAL NOT NULL
+    ) WITHOUT ROWID""",
 )
 #: SQLite's result code for a full disk (``sqlite3.SQLITE_FULL``, named only from Python 3.11).
 _SQLITE_FULL: Final = 13
@@ -312,8 +317,43 @@ class SQLiteStore:
         """
         check_session_id("SQLiteStore.clear", session_id)
         with self._write("clear") as connection:
-            for table in ("components", "checkpoints", "meta", "sessions"):
+            for table in ("components", "checkpoints", "meta", "sessions", "leases"):
                 connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds, if it is free or expired.
+
+        One write transaction; the expiry is on this machine's clock, which
+        every process sharing the file reads.
+
+        Raises:
+            SessionStoreError: When the file cannot be written.
+        """
+        check_session_id("SQLiteStore.acquire_lease", session_id)
+        now = time.time()
+        with self._write("acquire_lease") as connection:
+            taken = connection.execute(
+                "INSERT INTO leases (session_id, holder, expires) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
+                "expires = excluded.expires WHERE leases.expires <= ? OR leases.holder = ? "
+                "RETURNING holder",
+                (session_id, holder, now + ttl, now, holder),
+            ).fetchall()
+        return bool(taken)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the file cannot be written.
+        """
+        check_session_id("SQLiteStore.release_lease", session_id)
+        with self._write("release_lease") as connection:
+            connection.execute(
+                "DELETE FROM leases WHERE session_id = ? AND holder = ?", (session_id, holder)
+            )
 
     # -- lifetime -------------------------------------------------------------------
 
