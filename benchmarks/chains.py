@@ -14,8 +14,11 @@ ratio is about 1 (the goal is at most 1.5). Before that layout, every replace
 rewrote the whole chain and the ratio grew with the depth.
 
 Redis and PostgreSQL run as throwaway servers of this run's own (the tests'
-helpers, ``tests/_redis.py`` and ``tests/_postgres.py``, PostgreSQL with its
-durable defaults); a store whose server cannot be started is skipped, saying so.
+helpers, ``tests/_redis.py`` and ``tests/_postgres.py``). PostgreSQL runs with
+``fsync=off``, as in the tests: what is measured is the work that could grow
+with the depth, and a flush per commit (the same at any depth, several
+milliseconds on a shared disk, and noisy) would drown it; SQLite keeps its
+``synchronous=FULL``. A store whose server cannot be started is skipped, saying so.
 The async stores are driven by ``asyncio`` (``Session.areplace``).
 """
 
@@ -118,7 +121,7 @@ def servers(kinds: list[str], workdir: Path) -> Iterator[dict[str, str]]:
     if any(k.endswith("postgres") for k in kinds):
         bindir = find_bindir()
         if bindir is not None:
-            postgres = start_postgres_server(bindir, settings=())
+            postgres = start_postgres_server(bindir)  # fsync off: see the module docstring
             found["postgres"] = postgres.dsn
     try:
         yield found

@@ -62,12 +62,12 @@ def unused_port() -> int:
 
 class TestTables:
     def test_made_on_first_use_under_the_prefix(self, postgres_server: PostgresServer) -> None:
-        """Nothing exists until the first call; then four tables, all named by the prefix."""
+        """Nothing exists until the first call; then five tables, all named by the prefix."""
         prefix = fresh_prefix()
         with PostgresStore(postgres_server.dsn, table_prefix=prefix) as store:
             assert [] == tables(postgres_server.dsn, prefix)
             store.load("s1")
-            names = ["checkpoints", "components", "meta", "sessions"]
+            names = ["checkpoints", "components", "leases", "meta", "sessions"]
             assert [f"{prefix}_{name}" for name in names] == tables(postgres_server.dsn, prefix)
 
     def test_two_prefixes_never_see_each_other(self, postgres_server: PostgresServer) -> None:

@@ -138,7 +138,14 @@ class _Tables:
             "WHERE session_id = %s AND version = %s RETURNING 0"
         )
         self.version = f"SELECT version FROM {sessions} WHERE session_id = %s"
-        self.drop_components = f"DELETE FROM {components} WHERE session_id = %s"
+        # A replace rewrites the rows in place (HOT updates: no new index entries, so a session
+        # replaced thousands of times does not bloat the index) and drops those past the end.
+        self.drop_components = f"DELETE FROM {components} WHERE session_id = %s AND position >= %s"
+        self.rewrite = (
+            f"INSERT INTO {components} AS c (session_id, position, record) "
+            "SELECT %s, t.o - 1, t.r FROM unnest(%s::text[]) WITH ORDINALITY AS t(r, o) "
+            "ON CONFLICT (session_id, position) DO UPDATE SET record = excluded.record"
+        )
         self.insert = (
             f"INSERT INTO {components} (session_id, position, record) "
             "SELECT %s, %s + t.o - 1, t.r FROM unnest(%s::text[]) WITH ORDINALITY AS t(r, o)"
@@ -210,10 +217,13 @@ def _write_plan(
     if encoded.entries:
         digests, texts = zip(*encoded.entries, strict=True)
         yield Statement(tables.insert_entries, (session_id, list(digests), list(texts)))
-    if not append and expected_version:
-        yield Statement(tables.drop_components, (session_id,))
-    if records:
-        yield Statement(tables.insert, (session_id, start, records))
+    if append or not expected_version:
+        if records:
+            yield Statement(tables.insert, (session_id, start, records))
+    else:
+        if records:
+            yield Statement(tables.rewrite, (session_id, records))
+        yield Statement(tables.drop_components, (session_id, count))
     return expected_version + 1
 
 
