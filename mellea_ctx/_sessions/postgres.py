@@ -369,6 +369,20 @@ def _mapping(common: _Common, operation: str, session_id: str | None) -> Iterato
         raise common._error(operation, session_id, exc) from exc
 
 
+#: psycopg prepares a statement run five times; PostgreSQL may then keep a generic plan
+#: made while a table was small (a sequential scan), which a session's checkpoints table
+#: outgrows: plan each execution for the parameters it has, so lookups stay on the index.
+_PLAN_PER_CALL: Final = "SET plan_cache_mode = force_custom_plan"
+
+
+def _configure(connection: Any) -> None:
+    connection.execute(_PLAN_PER_CALL)
+
+
+async def _aconfigure(connection: Any) -> None:
+    await connection.execute(_PLAN_PER_CALL)
+
+
 def _rows(cursor: Any) -> list[tuple[Any, ...]]:
     return cursor.fetchall() if cursor.description is not None else []
 
@@ -541,7 +555,10 @@ class PostgresStore(_Common):
             self._pid = os.getpid()
             pool_class = self._pool_module.ConnectionPool
             self._pool = pool_class(
-                self._dsn, check=pool_class.check_connection, **self._pool_options()
+                self._dsn,
+                check=pool_class.check_connection,
+                configure=_configure,
+                **self._pool_options(),
             )
             self._pool.open(wait=False)
         return self._pool
@@ -719,7 +736,10 @@ class AsyncPostgresStore(_Common):
         if self._pool is None:
             pool_class = self._pool_module.AsyncConnectionPool
             self._pool = pool_class(
-                self._dsn, check=pool_class.check_connection, **self._pool_options()
+                self._dsn,
+                check=pool_class.check_connection,
+                configure=_aconfigure,
+                **self._pool_options(),
             )
             await self._pool.open(wait=False)
         return self._pool
