@@ -163,7 +163,7 @@ def main() -> None:
         f"{'store':16} {'100-200':>9} {f'{late[0]}-{late[1]}':>11} {'ratio':>6} "
         f"{'median ratio':>13}"
     )
-    worst = 0.0
+    worst = worst_median = 0.0
     with tempfile.TemporaryDirectory() as tmp, servers(kinds, Path(tmp)) as found:
         for kind in kinds:
             open_store = opener(kind, Path(tmp), found)
@@ -182,9 +182,9 @@ def main() -> None:
             medians = statistics.median(times[late[0] : late[1]]) / statistics.median(
                 times[EARLY[0] : EARLY[1]]
             )
-            worst = max(worst, ratio)
+            worst, worst_median = max(worst, ratio), max(worst_median, medians)
             print(f"{kind:16} {early_s:9.3f} {late_s:11.3f} {ratio:6.2f} {medians:13.2f}")
-    print(f"worst ratio {worst:.2f} (goal: at most 1.5)")
+    print(f"worst ratio {worst:.2f}, worst median ratio {worst_median:.2f} (goal: at most 1.5)")
 
 
 if __name__ == "__main__":
