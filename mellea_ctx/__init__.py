@@ -126,6 +126,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._sessions.async_sqlite import AsyncSQLiteStore
     from ._sessions.async_store import AsyncSessionStore, AsyncStoreAdapter, as_async_store
     from ._sessions.memory import MemoryStore
+    from ._sessions.postgres import AsyncPostgresStore, PostgresStore
     from ._sessions.redis import RedisStore
     from ._sessions.session import Session, SessionMemory
     from ._sessions.sqlite import SQLiteStore
@@ -323,6 +324,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "as_async_store",
     ),
     "._sessions.memory": ("MemoryStore",),
+    "._sessions.postgres": (
+        "AsyncPostgresStore",
+        "PostgresStore",
+    ),
     "._sessions.redis": ("RedisStore",),
     "._sessions.session": (
         "Session",
@@ -344,6 +349,7 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "SEARCH_TOOL_NAME",
     "AnthropicBackend",
+    "AsyncPostgresStore",
     "AsyncRedisStore",
     "AsyncSQLiteStore",
     "AsyncSessionStore",
@@ -396,6 +402,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "PostgresStore",
     "Problem",
     "Provider",
     "RateLimitError",

@@ -4,7 +4,7 @@
 in a background thread, and waits for the answer: the tests (threads, worker
 processes) call the async store's real ``aload``/``aappend``/... methods.
 ``open_spec`` opens the store a worker spec names (``sqlite:PATH``,
-``redis:URL#PREFIX``, and their ``async-`` forms).
+``redis:URL#PREFIX``, ``postgres:DSN#PREFIX``, and their ``async-`` forms).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 from mellea_ctx import (
+    AsyncPostgresStore,
     AsyncRedisStore,
     AsyncSessionStore,
     AsyncSQLiteStore,
     Component,
+    PostgresStore,
     RedisStore,
     SessionStore,
     SQLiteStore,
@@ -84,7 +86,10 @@ class SyncFace:
 
 
 def open_spec(spec: str, **sqlite_options: Any) -> SessionStore:
-    """Open the store ``spec`` names (``[async-]sqlite:PATH`` or ``[async-]redis:URL#PREFIX``)."""
+    """Open the store ``spec`` names.
+
+    ``[async-]sqlite:PATH``, ``[async-]redis:URL#PREFIX`` or ``[async-]postgres:DSN#PREFIX``.
+    """
     kind, _, target = spec.partition(":")
     url, _, prefix = target.partition("#")
     if kind == "sqlite":
@@ -95,4 +100,8 @@ def open_spec(spec: str, **sqlite_options: Any) -> SessionStore:
         return SyncFace(AsyncSQLiteStore(target, **sqlite_options))
     if kind == "async-redis":
         return SyncFace(AsyncRedisStore(url, prefix=prefix))
+    if kind == "postgres":
+        return PostgresStore(url, table_prefix=prefix)
+    if kind == "async-postgres":
+        return SyncFace(AsyncPostgresStore(url, table_prefix=prefix))
     raise ValueError(f"unknown store spec {spec!r}")

@@ -3,7 +3,8 @@
     python tests/_session_worker.py write STORE SESSION [--compact-every N] [--hang-at N]
     python tests/_session_worker.py read STORE SESSION
 
-``STORE`` is ``sqlite:PATH`` or ``redis:URL#PREFIX``, or their ``async-`` forms (the async
+``STORE`` is ``sqlite:PATH``, ``redis:URL#PREFIX`` or ``postgres:DSN#PREFIX``, or their
+``async-`` forms (the async
 store driven through ``tests/_async_face.py``). ``write`` continues the
 session from what is stored: it commits numbered turns (a user message, an
 assistant call to three tools in parallel, the three results, a final answer:
@@ -12,7 +13,8 @@ with a checkpoint (holding the replaced span) and the last two turns, with an
 instruction at the front that must be stripped. After each write it prints
 ``wrote VERSION``. With ``--hang-at N`` its N-th write stops halfway (SQLite:
 inside the transaction, after rows were written; Redis: after sending half of
-the script's command) and prints ``inside`` before sleeping, for the test to
+the script's command; PostgreSQL: inside the transaction, after the component rows were
+inserted) and prints ``inside`` before sleeping, for the test to
 kill it there.
 
 ``read`` prints one JSON line: the version, the turn numbers found (the
@@ -31,12 +33,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from mellea_ctx import (
+    AsyncPostgresStore,
     AsyncRedisStore,
     AsyncSQLiteStore,
     Checkpoint,
     Component,
     Message,
     ModelOutputThunk,
+    PostgresStore,
     SessionMemory,
     SessionStore,
     SQLiteStore,
@@ -124,6 +128,30 @@ def hang_inside_next_write(store: SessionStore) -> None:
             return connection
 
         astore._connection = traced  # type: ignore[method-assign]
+        return
+    if isinstance(store, PostgresStore) or isinstance(astore, AsyncPostgresStore):
+        import psycopg
+
+        sync_execute = psycopg.Cursor.execute
+        async_execute = psycopg.AsyncCursor.execute
+
+        def inserts_components(query: Any) -> bool:
+            return str(query).startswith("INSERT INTO") and "_components" in str(query)
+
+        def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            done = sync_execute(self, query, *args, **kwargs)
+            if inserts_components(query):  # rows are written, inside the transaction
+                stop_here()
+            return done
+
+        async def aexecute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            done = await async_execute(self, query, *args, **kwargs)
+            if inserts_components(query):
+                stop_here()
+            return done
+
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        psycopg.AsyncCursor.execute = aexecute  # type: ignore[method-assign]
         return
     if isinstance(astore, AsyncRedisStore):
         import redis.asyncio.connection

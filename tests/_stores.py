@@ -1,4 +1,7 @@
-"""One fixture for every store, so each store test runs on memory, SQLite and a real Redis.
+"""One fixture for every store, so each store test runs on memory, SQLite, Redis and PostgreSQL.
+
+Redis and PostgreSQL are real servers the test session starts (``tests/_redis.py``,
+``tests/_postgres.py``); each test gets a key or table prefix of its own.
 
 Each kind also runs in its async form (``async-*``): the test drives the async
 store's coroutines through :class:`~tests._async_face.SyncFace` (for memory,
@@ -18,9 +21,11 @@ from pathlib import Path
 import pytest
 
 from mellea_ctx import (
+    AsyncPostgresStore,
     AsyncRedisStore,
     AsyncSQLiteStore,
     MemoryStore,
+    PostgresStore,
     RedisStore,
     SessionStore,
     SQLiteStore,
@@ -28,11 +33,21 @@ from mellea_ctx import (
 )
 
 from ._async_face import SyncFace
+from ._postgres import PostgresServer
 from ._redis import RedisServer
 
 __all__ = ["STORE_KINDS", "StoreFactory", "store_factory_fixture", "store_fixture"]
 
-STORE_KINDS = ["memory", "sqlite", "redis", "async-memory", "async-sqlite", "async-redis"]
+STORE_KINDS = [
+    "memory",
+    "sqlite",
+    "redis",
+    "postgres",
+    "async-memory",
+    "async-sqlite",
+    "async-redis",
+    "async-postgres",
+]
 
 #: Opens one more store on the place the test's store uses (for memory: the same object).
 StoreFactory = Callable[[], SessionStore]
@@ -41,7 +56,7 @@ StoreFactory = Callable[[], SessionStore]
 @pytest.fixture(params=STORE_KINDS, name="store_factory")
 def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory of stores that all see the same sessions, one per store kind."""
-    opened: list[SQLiteStore | RedisStore | SyncFace] = []
+    opened: list[SQLiteStore | RedisStore | PostgresStore | SyncFace] = []
     kind = request.param
     if kind == "memory":
         shared = MemoryStore()
@@ -63,6 +78,19 @@ def store_factory_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
             store = (
                 SyncFace(AsyncSQLiteStore(path)) if kind == "async-sqlite" else SQLiteStore(path)
             )
+            opened.append(store)
+            return store
+
+    elif kind.endswith("postgres"):
+        database: PostgresServer = request.getfixturevalue("postgres_server")
+        table_prefix = f"t_{uuid.uuid4().hex[:16]}"
+
+        def factory() -> SessionStore:
+            store: PostgresStore | SyncFace
+            if kind == "async-postgres":
+                store = SyncFace(AsyncPostgresStore(database.dsn, table_prefix=table_prefix))
+            else:
+                store = PostgresStore(database.dsn, table_prefix=table_prefix)
             opened.append(store)
             return store
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mellea_ctx import (
+    AsyncPostgresStore,
     AsyncRedisStore,
     AsyncSessionStore,
     AsyncSQLiteStore,
@@ -24,6 +25,7 @@ from mellea_ctx import (
     InvalidArgumentError,
     MemoryStore,
     ModelOutputThunk,
+    PostgresStore,
     ScriptedBackend,
     SessionMemory,
     SessionStore,
@@ -34,6 +36,7 @@ from mellea_ctx import (
     tool,
 )
 
+from ._postgres import PostgresServer, postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 
 
@@ -78,6 +81,20 @@ class TestAreact:
         answer, dialogue = asyncio.run(main())
         assert "done" == answer
         assert ["user", "assistant", "tool", "assistant"] == [c.role for c in dialogue]
+
+    def test_writes_through_async_postgres(self, postgres_server: PostgresServer) -> None:
+        """With an AsyncPostgresStore the turns land in the tables, read back by a sync store."""
+        prefix = f"areact_{uuid.uuid4().hex[:16]}"
+        store = AsyncPostgresStore(postgres_server.dsn, table_prefix=prefix)
+
+        async def main() -> tuple[str | None, tuple[Component, ...]]:
+            async with store:
+                return await run_agent(SessionMemory(store))
+
+        answer, _ = asyncio.run(main())
+        with PostgresStore(postgres_server.dsn, table_prefix=prefix) as again:
+            stored = again.load("s1")
+        assert ("done", 2) == (answer, stored.version)
 
     def test_writes_through_the_sqlite_worker_thread(self, tmp_path: Path) -> None:
         """With an AsyncSQLiteStore the turns land in the file, read back by a sync store."""

@@ -44,6 +44,7 @@ from mellea_ctx import (
     validate_openai,
 )
 
+from ._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 

@@ -5,8 +5,8 @@ numbered turns (a user message, three parallel tool calls, their three
 results, a final answer) and now and then replaces the dialogue with a
 checkpoint, as a compaction would. The worker is killed with SIGKILL, either
 at a random moment of a burst of writes or deterministically halfway through
-one (inside the SQLite transaction after rows were written; after half of the
-Redis script's command was sent). A new process then reads the session back
+one (inside the SQLite or PostgreSQL transaction after rows were written; after half of
+the Redis script's command was sent). A new process then reads the session back
 and checks it holds whole turns only, numbered without gaps (checkpoint spans
 included), with every tool exchange intact, at the version of the last
 acknowledged write or the one after it.
@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from ._postgres import PostgresServer, postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
@@ -38,15 +39,21 @@ WORKER = Path(__file__).with_name("_session_worker.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
-@pytest.fixture(params=["sqlite", "redis", "async-sqlite", "async-redis"])
+@pytest.fixture(
+    params=["sqlite", "redis", "postgres", "async-sqlite", "async-redis", "async-postgres"]
+)
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the workers write: a SQLite file, or a real Redis server with a fresh prefix.
+    """Where the workers write: a SQLite file, or a real Redis or PostgreSQL server with a
+    fresh prefix.
 
     The ``async-`` kinds write through the async stores (``tests/_async_face.py``).
     """
     kind = request.param
     if kind.endswith("sqlite"):
         return f"{kind}:{tmp_path / 'sessions.db'}"
+    if kind.endswith("postgres"):
+        database: PostgresServer = request.getfixturevalue("postgres_server")
+        return f"{kind}:{database.dsn}#crash_{uuid.uuid4().hex[:16]}"
     server: RedisServer = request.getfixturevalue("redis_server")
     return f"{kind}:{server.url}#crash-{uuid.uuid4().hex}:"
 

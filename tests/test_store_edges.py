@@ -18,6 +18,7 @@ from mellea_ctx import (
     load_conversation,
 )
 
+from ._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from ._redis import redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 
@@ -97,6 +98,33 @@ class TestLoneSurrogates:
         text = json.loads('"done \\ud83d\\ude80"')
         store.append("s", [Message("user", text)], expected_version=0)
         assert text == store.load("s").components[0].content
+
+
+class TestNulCharacters:
+    """PostgreSQL's text holds no NUL ('\\x00'): every store refuses it in ids and metadata
+    (so a test on memory fails where production on Postgres would), and keeps it in a
+    component, whose JSON record writes it as an escape."""
+
+    def test_a_session_id_is_refused_the_same_way_everywhere(self, store: SessionStore) -> None:
+        expected = rf"{_owner(store)}\.append: session_id='a\\x00b' holds a NUL character"
+        with pytest.raises(InvalidArgumentError, match=expected):
+            store.append("a\x00b", [Message("user", "hi")], expected_version=0)
+
+    def test_metadata_is_refused_the_same_way_everywhere(self, store: SessionStore) -> None:
+        with pytest.raises(InvalidArgumentError, match=r"value='v\\x00' holds a NUL"):
+            store.set_meta("s", "k", "v\x00")
+        with pytest.raises(InvalidArgumentError, match=r"key='\\x00' holds a NUL"):
+            store.set_meta("s", "\x00", "v")
+        assert {} == dict(store.load("s").meta)
+
+    def test_one_inside_a_component_is_kept(self, store: SessionStore) -> None:
+        text = "before\x00after"
+        inner = Checkpoint("older \x00", span=[Message("user", text)], replaced_count=1)
+        store.append("s", [Message("user", text), inner], expected_version=0)
+        first, second = store.load("s").components
+        assert text == first.content
+        assert isinstance(second, Checkpoint)
+        assert ("older \x00", text) == (second.summary, second.span[0].content)
 
 
 class TestCorruptSQLiteFile:

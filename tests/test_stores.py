@@ -37,6 +37,7 @@ from mellea_ctx import (
     Usage,
 )
 
+from ._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from ._proxy import ReplyDropper
 from ._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 from ._stores import StoreFactory, store_factory_fixture, store_fixture  # noqa: F401 (fixtures)

@@ -46,6 +46,7 @@ from mellea_ctx._cli.app import cli
 from mellea_ctx._formats import wire_files
 from mellea_ctx._formats.notes import NOTES, OPENER
 from mellea_ctx._formats.problems import problems
+from tests._postgres import postgres_server_fixture  # noqa: F401 (a fixture)
 from tests._redis import redis_server_fixture  # noqa: F401 (a fixture)
 from tests._stores import store_factory_fixture, store_fixture  # noqa: F401 (fixtures)
 from tests.providers.responses_server import ResponsesWireServer

@@ -13,22 +13,33 @@ event loop (per ``asyncio.run``).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._core.components import Component
-from .._core.exceptions import InvalidArgumentError, SessionConflictError
-from .redis import _APPEND, _REPLACE, _import_redis, _shown_client, _shown_url, _text, store_error
+from .._core.exceptions import InvalidArgumentError
+from .chains import Chains, Encoded, awrite_chains
+from .redis import (
+    _APPEND,
+    _RELEASE,
+    _REPLACE,
+    _import_redis,
+    _shown_client,
+    _shown_url,
+    lease_key,
+    loaded,
+    script_call,
+    script_outcome,
+    session_keys,
+    store_error,
+)
 from .store import (
     StoredSession,
     check_components,
     check_meta,
     check_session_id,
     check_version,
-    dump_records,
-    load_record,
 )
 
 if TYPE_CHECKING:
@@ -93,8 +104,10 @@ class AsyncRedisStore:
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = aioredis.RedisError
+        self._chains = Chains()
         self._append = self._client.register_script(_APPEND)
         self._replace = self._client.register_script(_REPLACE)
+        self._release = self._client.register_script(_RELEASE)
 
     @property
     def prefix(self) -> str:
@@ -110,7 +123,7 @@ class AsyncRedisStore:
             InvalidComponentError: When a stored record is damaged.
         """
         check_session_id("AsyncRedisStore.load", session_id)
-        version_key, log_key, meta_key, _ = self._keys(session_id)
+        version_key, log_key, meta_key, _, checkpoints_key = self._keys(session_id)
         async with (
             self._errors("load", session_id),
             self._client.pipeline(transaction=True) as pipe,
@@ -118,11 +131,9 @@ class AsyncRedisStore:
             pipe.get(version_key)
             pipe.lrange(log_key, 0, -1)
             pipe.hgetall(meta_key)
-            raw_version, records, raw_meta = await pipe.execute()
-        version = 0 if raw_version is None else int(raw_version)
-        components = tuple(load_record(record) for record in records)
-        meta = {_text(key): _text(value) for key, value in raw_meta.items()}
-        return StoredSession(version, components, meta)
+            pipe.hgetall(checkpoints_key)
+            replies = await pipe.execute()
+        return loaded(self._chains, *replies)
 
     async def aappend(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -138,8 +149,8 @@ class AsyncRedisStore:
         owner = "AsyncRedisStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components, allow_empty=False))
-        return await self._write(self._append, "append", session_id, expected_version, records)
+        items = check_components(owner, components, allow_empty=False)
+        return await self._write(self._append, owner, "append", session_id, expected_version, items)
 
     async def areplace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -155,8 +166,10 @@ class AsyncRedisStore:
         owner = "AsyncRedisStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components))
-        return await self._write(self._replace, "replace", session_id, expected_version, records)
+        items = check_components(owner, components)
+        return await self._write(
+            self._replace, owner, "replace", session_id, expected_version, items
+        )
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -186,6 +199,29 @@ class AsyncRedisStore:
         async with self._errors("clear", session_id):
             await self._client.delete(*self._keys(session_id))
 
+    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease as :meth:`RedisStore.acquire_lease` does.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("AsyncRedisStore.acquire_lease", session_id)
+        async with self._errors("acquire_lease", session_id):
+            taken = await self._client.set(
+                lease_key(self._prefix, session_id), holder, nx=True, px=max(1, round(ttl * 1000))
+            )
+        return bool(taken)
+
+    async def arelease_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("AsyncRedisStore.release_lease", session_id)
+        async with self._errors("release_lease", session_id):
+            await self._release(keys=[lease_key(self._prefix, session_id)], args=[holder])
+
     async def aclose(self) -> None:
         """Close the connections of the client this store made (a client passed in is left open)."""
         if self._owns_client:
@@ -200,27 +236,25 @@ class AsyncRedisStore:
     def __repr__(self) -> str:
         return f"<AsyncRedisStore {self._where} prefix={self._prefix!r}>"
 
-    def _keys(self, session_id: str) -> tuple[str, str, str, str]:
-        base = f"{self._prefix}{{{session_id}}}"
-        return f"{base}:version", f"{base}:log", f"{base}:meta", f"{base}:writes"
+    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
+        return session_keys(self._prefix, session_id)
 
     async def _write(
         self,
         script: Any,
+        owner: str,
         operation: str,
         session_id: str,
         expected_version: int,
-        records: list[str],
+        items: tuple[Component, ...],
     ) -> int:
-        version_key, log_key, _, writes_key = self._keys(session_id)
-        write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
-        async with self._errors(operation, session_id):
-            written, version = await script(
-                keys=[version_key, log_key, writes_key], args=[expected_version, write_id, *records]
-            )
-        if not written:
-            raise SessionConflictError(session_id, expected_version, int(version))
-        return int(version)
+        async def write(encoded: Encoded) -> int:
+            keys, args = script_call(self._prefix, session_id, expected_version, encoded)
+            async with self._errors(operation, session_id):
+                reply = await script(keys=keys, args=args)
+            return script_outcome(session_id, expected_version, reply)
+
+        return await awrite_chains(self._chains, owner, items, write)
 
     @asynccontextmanager
     async def _errors(self, operation: str, session_id: str) -> AsyncIterator[None]:

@@ -81,6 +81,14 @@ class AsyncSQLiteStore(SQLiteStore):
         """Forget the session as :meth:`SQLiteStore.clear` does, from a worker thread."""
         await asyncio.to_thread(self.clear, session_id)
 
+    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the compaction lease as :meth:`SQLiteStore.acquire_lease` does."""
+        return await asyncio.to_thread(self.acquire_lease, session_id, holder, ttl)
+
+    async def arelease_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back as :meth:`SQLiteStore.release_lease` does."""
+        await asyncio.to_thread(self.release_lease, session_id, holder)
+
     async def aclose(self) -> None:
         """Close every connection, as :meth:`SQLiteStore.close` does."""
         self.close()

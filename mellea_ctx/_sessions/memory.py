@@ -11,6 +11,7 @@ from .._core.components import Component
 from .._core.exceptions import InvalidComponentError, SessionConflictError
 from .._formats.checkpoint_records import chain
 from .._formats.serialize import component_from_record, component_to_record
+from .lease import LocalLeases
 from .store import (
     StoredSession,
     check_components,
@@ -45,9 +46,10 @@ class MemoryStore:
         (Message(role='user', content='hi'),)
     """
 
-    __slots__ = ("_known", "_lock", "_sessions")
+    __slots__ = ("_known", "_leases", "_lock", "_sessions")
 
     def __init__(self) -> None:
+        self._leases = LocalLeases()
         self._lock = threading.Lock()
         self._sessions: dict[str, StoredSession] = {}
         self._known = _Known()
@@ -135,6 +137,16 @@ class MemoryStore:
         check_session_id("MemoryStore.clear", session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds, if it is free or expired."""
+        check_session_id("MemoryStore.acquire_lease", session_id)
+        return self._leases.acquire_lease(session_id, holder, ttl)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it."""
+        check_session_id("MemoryStore.release_lease", session_id)
+        self._leases.release_lease(session_id, holder)
 
     def __repr__(self) -> str:
         return f"<MemoryStore sessions={len(self._sessions)}>"

@@ -1,8 +1,10 @@
 """``RedisStore``: sessions in Redis, shared by many workers on many machines.
 
-Per session, four keys under the prefix: ``{id}:version`` (an integer),
+Per session, five keys under the prefix: ``{id}:version`` (an integer),
 ``{id}:log`` (a list of lossless JSON records, oldest first), ``{id}:meta``
-(a hash) and ``{id}:writes`` (the ids of the last few writes, see below). The
+(a hash), ``{id}:writes`` (the ids of the last few writes, see below) and
+``{id}:checkpoints`` (a hash: each checkpoint of the session's chain, stored
+once by digest, :mod:`.chains`, so a replace writes only the new one). The
 braces are a Redis Cluster hash tag, so one session's keys live in one slot
 and a script may touch all of them.
 
@@ -47,14 +49,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .chains import Chains, Encoded, MissingEntries, write_chains
 from .store import (
     StoredSession,
     check_components,
     check_meta,
     check_session_id,
     check_version,
-    dump_records,
-    load_record,
 )
 
 if TYPE_CHECKING:
@@ -65,10 +66,12 @@ __all__ = ["RedisStore"]
 #: How many write ids a session remembers, to recognise a write sent again.
 _REMEMBERED_WRITES: Final = 16
 
-# KEYS: version, log, writes. ARGV: expected version, this write's id, then the records.
-# Returns {1, new version} when written (or when this very write was applied before and is
-# being sent again), {0, current version} on a conflict. Records are pushed in chunks:
-# unpack() of thousands of values overflows Lua's stack.
+# KEYS: version, log, writes, checkpoints. ARGV: expected version, this write's id, how many
+# needed digests, how many new entries, then the needed digests, the entries as digest/text
+# pairs, and the records. Returns {1, new version} when written (or when this very write was
+# applied before and is being sent again), {0, current version} on a conflict, {2, current
+# version} when the session lacks a needed entry (nothing written: send it again in full).
+# Values are pushed in chunks: unpack() of thousands of values overflows Lua's stack.
 _SCRIPT: Final = """
 local raw = redis.call('GET', KEYS[1])
 local current = 0
@@ -85,8 +88,16 @@ if current ~= tonumber(ARGV[1]) then
   end
   return {0, current}
 end
+local pairs_at = 5 + tonumber(ARGV[3])
+for i = 5, pairs_at - 1 do
+  if redis.call('HEXISTS', KEYS[4], ARGV[i]) == 0 then return {2, current} end
+end
+local records_at = pairs_at + 2 * tonumber(ARGV[4])
+for i = pairs_at, records_at - 1, 1000 do
+  redis.call('HSET', KEYS[4], unpack(ARGV, i, math.min(i + 999, records_at - 1)))
+end
 %s
-for i = 3, #ARGV, 1000 do
+for i = records_at, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 local version = redis.call('INCR', KEYS[1])
@@ -99,6 +110,70 @@ _APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
 
 # The same, but the log is emptied first; it may be left empty.
 _REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
+
+
+# KEYS: the lease. ARGV: the holder. Deletes the lease only if that holder still holds it.
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def lease_key(prefix: str, session_id: str) -> str:
+    """The key of the session's compaction lease (``SET NX PX``: expires on the server)."""
+    return f"{prefix}{{{session_id}}}:lease"
+
+
+def session_keys(prefix: str, session_id: str) -> tuple[str, str, str, str, str]:
+    """The keys of one session: version, log, meta, writes, checkpoints (one hash tag)."""
+    base = f"{prefix}{{{session_id}}}"
+    return (
+        f"{base}:version",
+        f"{base}:log",
+        f"{base}:meta",
+        f"{base}:writes",
+        f"{base}:checkpoints",
+    )
+
+
+def script_call(
+    prefix: str, session_id: str, expected_version: int, encoded: Encoded
+) -> tuple[list[str], list[object]]:
+    """The keys and arguments of one write's script; the write id is new for each call."""
+    version_key, log_key, _, writes_key, checkpoints_key = session_keys(prefix, session_id)
+    write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
+    pairs = [value for entry in encoded.entries for value in entry]
+    args: list[object] = [
+        expected_version,
+        write_id,
+        len(encoded.needed),
+        len(encoded.entries),
+        *encoded.needed,
+        *pairs,
+        *encoded.records,
+    ]
+    return [version_key, log_key, writes_key, checkpoints_key], args
+
+
+def script_outcome(session_id: str, expected_version: int, reply: Any) -> int:
+    """The new version a script's reply reports, or the error it means."""
+    written, version = reply
+    if int(written) == 2:
+        raise MissingEntries
+    if not int(written):
+        raise SessionConflictError(session_id, expected_version, int(version))
+    return int(version)
+
+
+def loaded(
+    chains: Chains, raw_version: Any, records: Any, raw_meta: Any, raw_entries: Any
+) -> StoredSession:
+    """The session a ``load`` transaction's replies describe."""
+    version = 0 if raw_version is None else int(raw_version)
+    entries = {_text(digest): text for digest, text in raw_entries.items()}
+    components = chains.decode(records, entries)
+    meta = {_text(key): _text(value) for key, value in raw_meta.items()}
+    return StoredSession(version, components, meta)
 
 
 def _import_redis(owner: str = "RedisStore") -> Any:
@@ -194,8 +269,10 @@ class RedisStore:
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = module.RedisError
+        self._chains = Chains()
         self._append = self._client.register_script(_APPEND)
         self._replace = self._client.register_script(_REPLACE)
+        self._release = self._client.register_script(_RELEASE)
 
     @property
     def prefix(self) -> str:
@@ -213,17 +290,15 @@ class RedisStore:
             InvalidComponentError: When a stored record is damaged.
         """
         check_session_id("RedisStore.load", session_id)
-        version_key, log_key, meta_key, _ = self._keys(session_id)
+        version_key, log_key, meta_key, _, checkpoints_key = self._keys(session_id)
         with self._errors("load", session_id):
             pipe = self._client.pipeline(transaction=True)
             pipe.get(version_key)
             pipe.lrange(log_key, 0, -1)
             pipe.hgetall(meta_key)
-            raw_version, records, raw_meta = pipe.execute()
-        version = 0 if raw_version is None else int(raw_version)
-        components = tuple(load_record(record) for record in records)
-        meta = {_text(key): _text(value) for key, value in raw_meta.items()}
-        return StoredSession(version, components, meta)
+            pipe.hgetall(checkpoints_key)
+            replies = pipe.execute()
+        return loaded(self._chains, *replies)
 
     def append(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -241,8 +316,8 @@ class RedisStore:
         owner = "RedisStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components, allow_empty=False))
-        return self._write(self._append, "append", session_id, expected_version, records)
+        items = check_components(owner, components, allow_empty=False)
+        return self._write(self._append, owner, "append", session_id, expected_version, items)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -260,8 +335,8 @@ class RedisStore:
         owner = "RedisStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components))
-        return self._write(self._replace, "replace", session_id, expected_version, records)
+        items = check_components(owner, components)
+        return self._write(self._replace, owner, "replace", session_id, expected_version, items)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -291,6 +366,31 @@ class RedisStore:
         with self._errors("clear", session_id):
             self._client.delete(*self._keys(session_id))
 
+    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds (``SET NX PX``).
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.acquire_lease", session_id)
+        with self._errors("acquire_lease", session_id):
+            taken = self._client.set(
+                lease_key(self._prefix, session_id), holder, nx=True, px=max(1, round(ttl * 1000))
+            )
+        return bool(taken)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it (one script).
+
+        Raises:
+            SessionStoreError: When the server cannot be reached or answers an error.
+        """
+        check_session_id("RedisStore.release_lease", session_id)
+        with self._errors("release_lease", session_id):
+            self._release(keys=[lease_key(self._prefix, session_id)], args=[holder])
+
     # -- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -309,27 +409,25 @@ class RedisStore:
 
     # -- internals ------------------------------------------------------------------
 
-    def _keys(self, session_id: str) -> tuple[str, str, str, str]:
-        base = f"{self._prefix}{{{session_id}}}"
-        return f"{base}:version", f"{base}:log", f"{base}:meta", f"{base}:writes"
+    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
+        return session_keys(self._prefix, session_id)
 
     def _write(
         self,
         script: Any,
+        owner: str,
         operation: str,
         session_id: str,
         expected_version: int,
-        records: list[str],
+        items: tuple[Component, ...],
     ) -> int:
-        version_key, log_key, _, writes_key = self._keys(session_id)
-        write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
-        with self._errors(operation, session_id):
-            written, version = script(
-                keys=[version_key, log_key, writes_key], args=[expected_version, write_id, *records]
-            )
-        if not written:
-            raise SessionConflictError(session_id, expected_version, int(version))
-        return int(version)
+        def write(encoded: Encoded) -> int:
+            keys, args = script_call(self._prefix, session_id, expected_version, encoded)
+            with self._errors(operation, session_id):
+                reply = script(keys=keys, args=args)
+            return script_outcome(session_id, expected_version, reply)
+
+        return write_chains(self._chains, owner, items, write)
 
     @contextmanager
     def _errors(self, operation: str, session_id: str) -> Iterator[None]:

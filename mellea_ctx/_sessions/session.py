@@ -15,7 +15,9 @@ Each request works on an immutable :class:`Session` snapshot:
    model's replies, every tool call with all its results) in one atomic write,
    which succeeds only if nobody else wrote the session since step 1;
 4. after a compaction, ``session = session.replace(compacted)`` stores the
-   dialogue the compactor produced instead.
+   dialogue the compactor produced instead; ``session = session.compact(compactor)``
+   does both under the session's lease (:mod:`.lease`), so of many workers
+   sharing the session only one pays for the summary.
 
 Async code does the same with ``await memory.aopen(...)``,
 ``await session.acommit(turn)`` and ``await session.areplace(compacted)``,
@@ -30,20 +32,28 @@ of the request and leave them out of the turn you commit.
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._core.components import Component, Message
 from .._core.context import ChatContext
-from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from .._core.exceptions import (
+    InvalidArgumentError,
+    InvalidComponentError,
+    InvalidContextError,
+    SessionConflictError,
+)
 from .async_store import AsyncSessionStore, as_async_store
+from .lease import SessionLeases, aacquire, acquire, arelease, check_ttl, leases_of
 from .memory import MemoryStore
 from .store import SessionStore, StoredSession, check_components, check_meta, check_session_id
 
 if TYPE_CHECKING:
-    from .._core.protocols import InlineCompactor
+    from .._core.protocols import Compactor, InlineCompactor
     from .._core.tokens import TokenCounter
 
 __all__ = ["Session", "SessionMemory"]
@@ -55,9 +65,9 @@ class SessionMemory:
     Args:
         store: Where sessions live: a :class:`~mellea_ctx.MemoryStore` (the
             default; one process, nothing survives it), a
-            :class:`~mellea_ctx.SQLiteStore` (durable, one machine) or a
-            :class:`~mellea_ctx.RedisStore` (many workers on many machines),
-            or any :class:`~mellea_ctx.SessionStore`; or an
+            :class:`~mellea_ctx.SQLiteStore` (durable, one machine), a
+            :class:`~mellea_ctx.RedisStore` or :class:`~mellea_ctx.PostgresStore`
+            (many workers on many machines), or any :class:`~mellea_ctx.SessionStore`; or an
             :class:`~mellea_ctx.AsyncSessionStore`
             (:class:`~mellea_ctx.AsyncSQLiteStore`, which has both faces, or
             :class:`~mellea_ctx.AsyncRedisStore`, which is async only).
@@ -342,6 +352,147 @@ class Session:
         astore = self.memory.astore
         version = await astore.areplace(self.session_id, kept, expected_version=self.version)
         return attrs.evolve(self, version=version, dialogue=kept)
+
+    def compact(
+        self,
+        compactor: Compactor,
+        *,
+        system: str | Iterable[Component] | None = None,
+        lease: float = 60.0,
+        wait: float = 0.0,
+    ) -> Session:
+        """Compact the stored session under its lease, one worker at a time; ``self`` is kept.
+
+        Takes the session's lease (held ``lease`` seconds at most, so a
+        worker that dies holding it blocks nobody for longer), checks that
+        this snapshot is still the stored one, runs ``compactor`` on
+        :meth:`context` and stores the result. Turns another worker commits
+        meanwhile are kept: the compacted dialogue is stored with them after
+        it. When another worker holds the lease (still so after ``wait``
+        seconds), nothing is summarized and ``self`` is returned: go on with
+        the uncompacted history, which the holder is compacting. When another
+        worker rewrote the stored dialogue since this snapshot (it compacted
+        it), nothing is summarized either and the stored session is returned.
+
+        Args:
+            compactor: Any :class:`~mellea_ctx.Compactor`.
+            system: The instructions, as :meth:`context` takes them.
+            lease: Seconds the lease lasts; longer than a compaction takes.
+            wait: Seconds to wait for a lease another worker holds; 0 goes on at once.
+
+        Returns:
+            The snapshot after the compaction, or the one to go on with.
+
+        Raises:
+            InvalidArgumentError: For a ``lease`` or ``wait`` that is not a
+                number of seconds.
+            SessionStoreError: When the store fails.
+
+        Examples:
+            >>> from mellea_ctx import LLMSummarizeCompactor, Message, ModelOutputThunk
+            >>> from mellea_ctx import ScriptedBackend
+            >>> summarizer = ScriptedBackend(lambda messages, options: "Three questions.")
+            >>> compactor = LLMSummarizeCompactor(default_backend=summarizer, keep_n=1)
+            >>> session = SessionMemory().open("s1")
+            >>> for i in range(3):
+            ...     question = Message("user", f"question {i} about the report " * 20)
+            ...     session = session.commit([question, ModelOutputThunk("the answer " * 20)])
+            >>> compacted = session.compact(compactor)
+            >>> compacted.version, [type(c).__name__ for c in compacted.dialogue]
+            (4, ['Checkpoint', 'ModelOutputThunk'])
+        """
+        ttl = check_ttl("Session.compact", "lease", lease, allow_zero=False)
+        patience = check_ttl("Session.compact", "wait", wait, allow_zero=True)
+        leases = leases_of(self.memory.store)
+        assert isinstance(leases, SessionLeases)  # a sync store's, or one in this process
+        holder = uuid.uuid4().hex
+        if not acquire(leases, self.session_id, holder, ttl, patience):
+            return self
+        try:
+            current = self.memory.open(self.session_id)
+            if _appended_since(self.dialogue, current.dialogue) is None:
+                return current  # another worker rewrote it (compacted it, most likely)
+            before = self.context(system=system)
+            compacted = compactor.compact(before)
+            if tuple(compacted) == tuple(before):
+                return current
+            return self._store_compacted(compacted, current)
+        finally:
+            leases.release_lease(self.session_id, holder)
+
+    async def acompact(
+        self,
+        compactor: Compactor,
+        *,
+        system: str | Iterable[Component] | None = None,
+        lease: float = 60.0,
+        wait: float = 0.0,
+    ) -> Session:
+        """:meth:`compact` through the store's async face; ``self`` is not modified.
+
+        The compactor's own ``acompact`` runs when it has one, else its
+        ``compact`` runs in a worker thread.
+
+        Raises:
+            InvalidArgumentError: As :meth:`compact`.
+            SessionStoreError: When the store fails.
+        """
+        ttl = check_ttl("Session.acompact", "lease", lease, allow_zero=False)
+        patience = check_ttl("Session.acompact", "wait", wait, allow_zero=True)
+        leases = leases_of(self.memory.astore)
+        holder = uuid.uuid4().hex
+        if not await aacquire(leases, self.session_id, holder, ttl, patience):
+            return self
+        try:
+            current = await self.memory.aopen(self.session_id)
+            if _appended_since(self.dialogue, current.dialogue) is None:
+                return current
+            before = self.context(system=system)
+            run: Any = getattr(compactor, "acompact", None)
+            compacted = await (run(before) if run else asyncio.to_thread(compactor.compact, before))
+            if tuple(compacted) == tuple(before):
+                return current
+            return await self._astore_compacted(compacted, current)
+        finally:
+            await arelease(leases, self.session_id, holder)
+
+    def _store_compacted(self, compacted: Iterable[Component], base: Session) -> Session:
+        """Store the compaction of this snapshot, followed by the turns ``base`` added since."""
+        done = _compacted("Session.compact", self.session_id, compacted)
+        for _attempt in range(_REBASES):
+            tail = _appended_since(self.dialogue, base.dialogue)
+            if tail is None:  # not only appends: another worker rewrote the session
+                return base
+            try:
+                return base.replace((*done, *tail))
+            except SessionConflictError:
+                base = self.memory.open(self.session_id)
+        return self.memory.open(self.session_id)
+
+    async def _astore_compacted(self, compacted: Iterable[Component], base: Session) -> Session:
+        done = _compacted("Session.acompact", self.session_id, compacted)
+        for _attempt in range(_REBASES):
+            tail = _appended_since(self.dialogue, base.dialogue)
+            if tail is None:
+                return base
+            try:
+                return await base.areplace((*done, *tail))
+            except SessionConflictError:
+                base = await self.memory.aopen(self.session_id)
+        return await self.memory.aopen(self.session_id)
+
+
+#: How many times a compaction is stored again after turns other workers committed meanwhile.
+_REBASES = 5
+
+
+def _appended_since(
+    old: tuple[Component, ...], new: tuple[Component, ...]
+) -> tuple[Component, ...] | None:
+    """The turns appended to ``old`` to make ``new``, or ``None`` when it was rewritten."""
+    if len(new) < len(old) or new[: len(old)] != old:
+        return None
+    return new[len(old) :]
 
 
 def _compacted(owner: str, session_id: str, dialogue: Iterable[Component]) -> tuple[Component, ...]:

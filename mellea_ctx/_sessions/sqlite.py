@@ -2,8 +2,11 @@
 
 Layout: one row per session (``version``, ``length``), one row per stored
 component (its lossless JSON record, keyed by session and position), one row
-per metadata key. An append inserts only the new rows, so a turn costs the
-same whatever the length of the session.
+per metadata key, and one row per checkpoint of the session's chain, stored
+once and referred to by digest (:mod:`.chains`). An append inserts only the
+new rows, and a replace after a compaction only the new checkpoint's, so a
+write costs the same whatever the length of the session or the depth of its
+chain.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction: it takes the file's
 write lock first, then reads the version, checks it, writes, and commits. A
@@ -31,20 +34,21 @@ from typing import Final
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .chains import Chains, Encoded, MissingEntries, write_chains
 from .store import (
     StoredSession,
     check_components,
     check_meta,
     check_session_id,
     check_version,
-    dump_records,
-    load_record,
 )
 
 __all__ = ["SQLiteStore"]
 
-#: The layout this module reads and writes, kept in the file's ``user_version``.
-SCHEMA_VERSION: Final = 1
+#: The layout this module reads and writes, kept in the file's ``user_version``. Version 2
+#: added the ``checkpoints`` table (each checkpoint of a chain stored once, :mod:`.chains`);
+#: a version 1 file gets it when first opened, and its records read as before.
+SCHEMA_VERSION: Final = 2
 
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS sessions (
@@ -63,6 +67,17 @@ _SCHEMA: Final = (
         key TEXT NOT NULL,
         value TEXT NOT NULL,
         PRIMARY KEY (session_id, key)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+        session_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (session_id, digest)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS leases (
+        session_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires REAL NOT NULL
     ) WITHOUT ROWID""",
 )
 #: SQLite's result code for a full disk (``sqlite3.SQLITE_FULL``, named only from Python 3.11).
@@ -152,9 +167,10 @@ class SQLiteStore:
         self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
         self._handles_lock = threading.Lock()
         self._closed = False
+        self._chains = Chains()
         with self._read("open the file") as connection:
             (layout,) = connection.execute("PRAGMA user_version").fetchone()
-        if layout == 0:  # a new file: create the tables, unless another process just did
+        if layout in (0, 1):  # new or older: create the tables, unless another process just did
             with self._write("set up the file") as connection:
                 self._set_up(connection)
         elif layout != SCHEMA_VERSION:
@@ -186,6 +202,9 @@ class SQLiteStore:
             meta = connection.execute(
                 "SELECT key, value FROM meta WHERE session_id = ?", (session_id,)
             ).fetchall()
+            entries = connection.execute(
+                "SELECT digest, record FROM checkpoints WHERE session_id = ?", (session_id,)
+            ).fetchall()
         if len(records) != length:
             msg = (
                 f"SQLiteStore({self._path!r}): session {session_id!r} should hold {length} "
@@ -193,7 +212,7 @@ class SQLiteStore:
                 "mellea-ctx: restore it from a backup or clear the session"
             )
             raise SessionStoreError(msg)
-        components = tuple(load_record(record) for (record,) in records)
+        components = self._chains.decode((record for (record,) in records), dict(entries))
         return StoredSession(version, components, dict(meta))
 
     def append(
@@ -213,17 +232,23 @@ class SQLiteStore:
         owner = "SQLiteStore.append"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components, allow_empty=False))
-        with self._write("append") as connection:
-            version, length = self._head(connection, session_id)
-            if version != expected_version:
-                raise SessionConflictError(session_id, expected_version, version)
-            connection.executemany(
-                "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
-                [(session_id, length + i, record) for i, record in enumerate(records)],
-            )
-            connection.execute(_SAVE_HEAD, (session_id, version + 1, length + len(records)))
-        return version + 1
+        items = check_components(owner, components, allow_empty=False)
+
+        def write(encoded: Encoded) -> int:
+            records = encoded.records
+            with self._write("append") as connection:
+                version, length = self._head(connection, session_id)
+                if version != expected_version:
+                    raise SessionConflictError(session_id, expected_version, version)
+                self._save_entries(connection, session_id, encoded)
+                connection.executemany(
+                    "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
+                    [(session_id, length + i, record) for i, record in enumerate(records)],
+                )
+                connection.execute(_SAVE_HEAD, (session_id, version + 1, length + len(records)))
+            return version + 1
+
+        return write_chains(self._chains, owner, items, write)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -242,18 +267,24 @@ class SQLiteStore:
         owner = "SQLiteStore.replace"
         check_session_id(owner, session_id)
         check_version(owner, expected_version)
-        records = dump_records(owner, check_components(owner, components))
-        with self._write("replace") as connection:
-            version, _ = self._head(connection, session_id)
-            if version != expected_version:
-                raise SessionConflictError(session_id, expected_version, version)
-            connection.execute("DELETE FROM components WHERE session_id = ?", (session_id,))
-            connection.executemany(
-                "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
-                [(session_id, i, record) for i, record in enumerate(records)],
-            )
-            connection.execute(_SAVE_HEAD, (session_id, version + 1, len(records)))
-        return version + 1
+        items = check_components(owner, components)
+
+        def write(encoded: Encoded) -> int:
+            records = encoded.records
+            with self._write("replace") as connection:
+                version, _ = self._head(connection, session_id)
+                if version != expected_version:
+                    raise SessionConflictError(session_id, expected_version, version)
+                self._save_entries(connection, session_id, encoded)
+                connection.execute("DELETE FROM components WHERE session_id = ?", (session_id,))
+                connection.executemany(
+                    "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
+                    [(session_id, i, record) for i, record in enumerate(records)],
+                )
+                connection.execute(_SAVE_HEAD, (session_id, version + 1, len(records)))
+            return version + 1
+
+        return write_chains(self._chains, owner, items, write)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -286,8 +317,43 @@ class SQLiteStore:
         """
         check_session_id("SQLiteStore.clear", session_id)
         with self._write("clear") as connection:
-            for table in ("components", "meta", "sessions"):
+            for table in ("components", "checkpoints", "meta", "sessions", "leases"):
                 connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
+
+    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
+        """Take the session's compaction lease for ``ttl`` seconds, if it is free or expired.
+
+        One write transaction; the expiry is on this machine's clock, which
+        every process sharing the file reads.
+
+        Raises:
+            SessionStoreError: When the file cannot be written.
+        """
+        check_session_id("SQLiteStore.acquire_lease", session_id)
+        now = time.time()
+        with self._write("acquire_lease") as connection:
+            taken = connection.execute(
+                "INSERT INTO leases (session_id, holder, expires) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
+                "expires = excluded.expires WHERE leases.expires <= ? OR leases.holder = ? "
+                "RETURNING holder",
+                (session_id, holder, now + ttl, now, holder),
+            ).fetchall()
+        return bool(taken)
+
+    def release_lease(self, session_id: str, holder: str) -> None:
+        """Give the lease back, if ``holder`` still holds it.
+
+        Raises:
+            SessionStoreError: When the file cannot be written.
+        """
+        check_session_id("SQLiteStore.release_lease", session_id)
+        with self._write("release_lease") as connection:
+            connection.execute(
+                "DELETE FROM leases WHERE session_id = ? AND holder = ?", (session_id, holder)
+            )
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -360,7 +426,7 @@ class SQLiteStore:
     def _set_up(self, connection: sqlite3.Connection) -> None:
         """Create the tables in a new file; run inside a write transaction."""
         (found,) = connection.execute("PRAGMA user_version").fetchone()
-        if found == 0:
+        if found in (0, 1):  # new, or from before the checkpoints table: add what is missing
             for statement in _SCHEMA:
                 connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -374,6 +440,23 @@ class SQLiteStore:
             "wrote it, or use another file"
         )
         return SessionStoreError(msg)
+
+    @staticmethod
+    def _save_entries(connection: sqlite3.Connection, session_id: str, encoded: Encoded) -> None:
+        """Store the write's new checkpoint entries, once it is sure the session holds the
+        ones it relies on (else :class:`MissingEntries`, before anything is written)."""
+        if encoded.needed:
+            marks = ", ".join("?" * len(encoded.needed))
+            (held,) = connection.execute(
+                f"SELECT count(*) FROM checkpoints WHERE session_id = ? AND digest IN ({marks})",
+                (session_id, *encoded.needed),
+            ).fetchone()
+            if held != len(encoded.needed):
+                raise MissingEntries
+        connection.executemany(
+            "INSERT OR IGNORE INTO checkpoints (session_id, digest, record) VALUES (?, ?, ?)",
+            [(session_id, digest, text) for digest, text in encoded.entries],
+        )
 
     @staticmethod
     def _head(connection: sqlite3.Connection, session_id: str) -> tuple[int, int]:

@@ -26,8 +26,11 @@ here and not earlier: a component is an in-memory value and the JSON readers
 and writers are lossless (the transcript writes back with the same escape),
 so neither can call the text wrong; the store is the first boundary that must
 turn it into UTF-8, and the first that can say which component and field
-cannot be kept. Refusing in ``MemoryStore`` too keeps the stores
-interchangeable: a test on memory fails where production on SQLite would.
+cannot be kept. A NUL character (``"\\x00"``) in a session id, metadata key or
+value is refused the same way, because PostgreSQL's ``text`` cannot hold one;
+inside a component it is fine (a record is JSON, which writes it ``\\u0000``).
+Refusing in ``MemoryStore`` too keeps the stores interchangeable: a test on
+memory fails where production on SQLite would.
 """
 
 from __future__ import annotations
@@ -250,6 +253,14 @@ def _check_text(owner: str, name: str, text: str) -> None:
     at = _surrogate_at(text)
     if at is not None:
         msg = f"{owner}: {name}={_shown(text)} {_surrogate_advice(text, at)}"
+        raise InvalidArgumentError(msg)
+    at = text.find("\x00")
+    if at >= 0:
+        msg = (
+            f"{owner}: {name}={_shown(text)} holds a NUL character ('\\x00') at character "
+            f"{at}, which PostgreSQL's text cannot store (so no store takes it); the store "
+            "was not touched: remove it, e.g. text.replace('\\x00', '')"
+        )
         raise InvalidArgumentError(msg)
 
 

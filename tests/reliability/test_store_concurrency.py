@@ -8,11 +8,11 @@
   compactor computes for that session alone, and the compactor's state is
   the same before and after.
 * 100 ``areact`` loops run at once on one shared compactor and one shared
-  store (memory, SQLite, Redis), each session's loop calling tools and
+  store (memory, SQLite, Redis, PostgreSQL), each session's loop calling tools and
   compacting; each session stores only its own dialogue and gets its own
   answer, and every summary prompt holds one session's content only.
 * Two writers on one session: two processes, and two connections (threads)
-  in one process, on SQLite and on Redis, commit at the same moment from the
+  in one process, on SQLite, Redis and PostgreSQL, commit at the same moment from the
   same snapshot. Exactly one wins; the other gets ``SessionConflictError``,
   reloads and commits again; nothing is lost and nothing is stored twice.
 """
@@ -37,6 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mellea_ctx import (
+    AsyncPostgresStore,
     AsyncRedisStore,
     AsyncSessionStore,
     AsyncSQLiteStore,
@@ -48,6 +49,7 @@ from mellea_ctx import (
     MemoryStore,
     Message,
     ModelOutputThunk,
+    PostgresStore,
     RedisStore,
     ScriptedBackend,
     SessionConflictError,
@@ -65,6 +67,7 @@ from mellea_ctx import (
 )
 
 from .._async_face import open_spec as open_any
+from .._postgres import PostgresServer, postgres_server_fixture  # noqa: F401 (a fixture)
 from .._redis import RedisServer, redis_server_fixture  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.reliability
@@ -200,7 +203,18 @@ class TestOneCompactorManySessions:
 # -- 100 agent loops, one compactor, one store ----------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "async-memory", "async-sqlite", "async-redis"])
+@pytest.fixture(
+    params=[
+        "memory",
+        "sqlite",
+        "redis",
+        "postgres",
+        "async-memory",
+        "async-sqlite",
+        "async-redis",
+        "async-postgres",
+    ]
+)
 def shared_store(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[SessionStore | AsyncSessionStore]:
@@ -215,6 +229,14 @@ def shared_store(
     elif request.param == "async-sqlite":
         with AsyncSQLiteStore(tmp_path / "sessions.db", timeout=60) as async_store:
             yield async_store
+    elif request.param.endswith("postgres"):
+        database: PostgresServer = request.getfixturevalue("postgres_server")
+        table_prefix = f"loops_{uuid.uuid4().hex[:16]}"
+        if request.param == "async-postgres":
+            yield AsyncPostgresStore(database.dsn, table_prefix=table_prefix, timeout=60)
+            return
+        with PostgresStore(database.dsn, table_prefix=table_prefix, timeout=60) as pg_store:
+            yield pg_store
     else:
         server: RedisServer = request.getfixturevalue("redis_server")
         prefix = f"loops-{uuid.uuid4().hex}:"
@@ -284,7 +306,7 @@ class TestAgentLoops:
                 opened = [await memory.aopen(f"s{i}") for i in range(SESSIONS)]
                 return results, [session.dialogue for session in opened]
             finally:
-                if isinstance(shared_store, AsyncRedisStore):
+                if isinstance(shared_store, (AsyncRedisStore, AsyncPostgresStore)):
                     await shared_store.aclose()
 
         results, dialogues = asyncio.run(main())
@@ -316,11 +338,16 @@ def echo(text: str) -> str:
 # -- two writers, one session -----------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "redis", "async-sqlite", "async-redis"])
+@pytest.fixture(
+    params=["sqlite", "redis", "postgres", "async-sqlite", "async-redis", "async-postgres"]
+)
 def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     kind = request.param
     if kind.endswith("sqlite"):
         return f"{kind}:{tmp_path / 'sessions.db'}"
+    if kind.endswith("postgres"):
+        database: PostgresServer = request.getfixturevalue("postgres_server")
+        return f"{kind}:{database.dsn}#race_{uuid.uuid4().hex[:16]}"
     server: RedisServer = request.getfixturevalue("redis_server")
     return f"{kind}:{server.url}#race-{uuid.uuid4().hex}:"
 
