@@ -69,6 +69,7 @@ from ._core.exceptions import (
     TokenizerDataError,
 )
 from ._core.facts import Fact, FactKind, extract_facts, missing_facts
+from ._core.ledger import Ledger, LedgerEntry, LedgerKind, derive_ledger
 from ._core.parts import (
     AudioPart,
     DocumentPart,
@@ -164,6 +165,9 @@ __all__ = [
     "InvalidComponentError",
     "InvalidContextError",
     "LLMSummarizeCompactor",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerKind",
     "LossyConversionWarning",
     "MalformedResponseError",
     "MelleaCtxError",
@@ -226,6 +230,7 @@ __all__ = [
     "components_to_json",
     "context_window",
     "default_counter",
+    "derive_ledger",
     "dump_anthropic",
     "dump_conversation",
     "extract_facts",
