@@ -149,7 +149,11 @@ class TestLLMSummarizeCompactor:
         )
         checkpoint = compactor.compact(ctx).as_list()[1]
         assert isinstance(checkpoint, Checkpoint)
-        assert "Never edit config/prod.yaml." in checkpoint.preserved
+        # Issue 21: the user's rule is ledger state (shown in the content), not an appendix.
+        assert [e.value for e in checkpoint.ledger.current("rule")] == [
+            "Never edit config/prod.yaml. The order id is ZFA04Y."
+        ]
+        assert "Never edit config/prod.yaml." in checkpoint.content
         assert "ZFA04Y" in checkpoint.content
         record = records[-1]
         assert (record.outcome, record.removed) == ("applied", 5)
