@@ -319,6 +319,7 @@ class Engine:
             facts,
             ledger,
             plan,
+            span_of=span,
             replaced=ctx if self.settings.keep_replaced else None,
             span=span if self.settings.keep_replaced else (),
             replaced_count=replaced_count,
@@ -447,7 +448,7 @@ class Engine:
 
 
 # The least room a summary is left when the ledger fills the checkpoint's size.
-_MIN_SUMMARY = 24
+_MIN_SUMMARY = 16
 # The share of the room the ledger's history may fill (the rest of the ledger may take it all).
 _LEDGER_SHARE = 0.7
 
@@ -501,7 +502,7 @@ def _plan(
     shown, omitted = choose_entries(ledger, room, count, int(room * _LEDGER_SHARE))
     shown_entries = [e for e in ledger.entries if e.key in set(shown)]
     used = count(render_entries(shown_entries)) if shown_entries else 0
-    summary_room = max(budget - header - used - 4, _MIN_SUMMARY // 2)
+    summary_room = min(max(budget - header - used - 4, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
 
 
@@ -512,6 +513,7 @@ def _fit(
     ledger: Ledger,
     plan: _Plan,
     *,
+    span_of: Sequence[Component],
     replaced: ChatContext | None,
     span: Sequence[Component],
     replaced_count: int,
@@ -546,19 +548,26 @@ def _fit(
         )
 
     checkpoint = build()
-    if plan.budget is not None:
-        priority = {key: rank for rank, key in enumerate(plan.shown)}
-        while count_memoized(ctx.counter, checkpoint) > plan.budget:
-            if carried:
+    priority = {key: rank for rank, key in enumerate(plan.shown)}
+
+    def fits(limit: int, details_first: bool) -> None:
+        nonlocal checkpoint
+        while count_memoized(ctx.counter, checkpoint) > limit:
+            if carried and details_first:
                 del carried[len(carried) * 3 // 4 :]  # the last quarter of the details
             elif shown:
                 # The summary ran long: the least important shown entry goes.
                 shown.sort(key=lambda key: priority.get(key, 0))
                 key = shown.pop()
-                omitted += [e for e in ledger.entries if e.key == key]
+                omitted.extend(e for e in ledger.entries if e.key == key)
             else:
-                break  # the summary alone is over: reported by the record's sizes
+                return  # the summary alone is over: reported by the record's sizes
             checkpoint = build()
+
+    if plan.budget is not None:  # the size asked: carried details give way first
+        fits(plan.budget, details_first=True)
+    # Smaller than the span in any case: a checkpoint its ledger made larger is no use.
+    fits(count_all(ctx.counter, span_of) - 1, details_first=False)
     kept = {fact.text for fact in carried}
     dropped = tuple(fact for fact in lost if fact.text not in kept)
     return checkpoint, carried, tuple(omitted), dropped
