@@ -240,7 +240,7 @@ def plan_chunks(
 _TIERS: tuple[tuple[LedgerKind, ...], ...] = (
     ("rule", "constraint", "goal", "next_step", "error"),
     ("preference", "decision", "fact", "test", "file", "commit", "finding"),
-    ("command", "file", "error"),
+    ("command", "error"),
 )
 
 
@@ -248,7 +248,7 @@ def _tier(entry: LedgerEntry) -> int:
     if entry.kind == "error":
         return 0 if entry.state != "resolved" else 2
     if entry.kind == "file":
-        return 1 if entry.state != "read" else 2
+        return 1  # a file's latest state is current state, read or modified
     return next(i for i, kinds in enumerate(_TIERS) if entry.kind in kinds)
 
 
@@ -260,6 +260,8 @@ def _priority(ledger: Ledger) -> list[LedgerEntry]:
         for entry in reversed(ledger.entries):
             if _tier(entry) == tier:
                 queues.setdefault(entry.kind, []).append(entry)
+        if "fact" in queues:  # facts the agent went on to use first
+            queues["fact"].sort(key=lambda e: e.state != "used")
         if tier == 0:  # never dropped while anything else is shown: all, in kind order
             for kind in _TIERS[0]:
                 ordered += queues.get(kind, [])

@@ -55,6 +55,8 @@ KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
 # How many superseded values an entry keeps.
 _HISTORY = 3
 _MAX_VALUE = 300
+# A JSON object's fields, shown as one fact, are cut at this length.
+_MAX_JSON = 600
 
 
 def _kind(value: object) -> LedgerKind:
@@ -281,6 +283,8 @@ _FINDING = re.compile(
     r"(?:is|was) caused by|fixed|resolved|the fix)\b",
     re.I,
 )
+# A sentence about what the agent is going to do, not what it found.
+_PLAN = re.compile(r"(?:let me|let's|i'll|i will|i need|now|actually|first|next|then)\b", re.I)
 _UPDATE = re.compile(
     r"\b(?:update|updated|now|changed?|moved?|from now on|rotated|rotation|switched|new|"
     r"no longer|instead|rather|rebased|replaces?|replaced|revised|anymore)\b",
@@ -458,7 +462,7 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
         "belongs",
         "handling",
     ),
-    "name": ("codename", "name", "named", "called", "calling", "label", "designated", "alias"),
+    "name": ("codename", "called", "calling", "label", "designated", "alias", "renamed"),
     "timezone": (
         "timezone",
         "utc",
@@ -607,7 +611,7 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
                 _DATE.search(piece)
                 or _AMOUNT.search(piece)
                 or (_UPDATE.search(piece) and _concepts(piece))
-                or _concepts(piece) & _SINGLE
+                or (_concepts(piece) & _SINGLE and not _CODE.search(piece))
             ):
                 kind = "fact"  # a value, or an update of one: its key may give it its kind
             if kind is not None:
@@ -712,8 +716,13 @@ def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int 
     elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
         field = prefix.rsplit(".", 1)[-1].split("[", 1)[0]
         text = str(value)
-        if _FIELD.search(field) and 0 < len(text) <= 80:
-            out.append((prefix, text))
+        # A field named for state (an id, a status, a date, an amount, a name), or a
+        # value that is a number or holds one (a price, a code); not free prose.
+        valued = isinstance(value, (int, float)) or (
+            any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+        )
+        if (valued or _FIELD.search(field)) and 0 < len(text) <= 60:
+            out.append((field or prefix, text))
 
 
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
@@ -733,15 +742,10 @@ def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
         _flatten(item, "", fields)
         if not fields:
             continue
-        anchor = next(
-            (value for name, value in fields if "." not in name and _ID_FIELD.search(name)),
-            None,
-        )
-        if anchor is None:
-            anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
+        anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
         value = ", ".join(f"{name}={text}" for name, text in fields)
-        if len(value) > _MAX_VALUE:
-            value = value[:_MAX_VALUE].rsplit(", ", 1)[0] + ", …"
+        if len(value) > _MAX_JSON:
+            value = value[:_MAX_JSON].rsplit(", ", 1)[0] + ", …"
         yield LedgerEntry("fact", f"fact:{anchor}", value, source=source)
 
 
@@ -808,21 +812,21 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
     calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
     pending: list[str] = []  # commands in code fences, awaiting an observation
     fenced_agent = False
-    seen_task = False
     found: list[LedgerEntry] = []
+    mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
     for component in components:
         if isinstance(component, Checkpoint):
-            ledger = ledger.merge(found).merge(component.ledger)
-            found = []
+            ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
+            found, mentions = [], []
             for entry in component.ledger.entries:
                 if entry.source == "user" and entry.kind not in ("goal", "next_step"):
                     keys.remember(entry.key, entry.value)
                     keys.kinds.setdefault(entry.key, entry.kind)
-                seen_task = seen_task or entry.kind == "goal"
             continue
         if component.tool_call_id is not None:
             name, command = calls.get(component.tool_call_id, (component.name or "tool", None))
             found += _output_entries(component.content, f"tool {name}", command, component.is_error)
+            _defines(found, component.tool_call_id, component.content)
             continue
         text = component.content or ""
         if component.role == "user":
@@ -841,26 +845,28 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                     kind = keys.kinds.get(key, kind)
                 keys.kinds.setdefault(key, kind)
                 found.append(LedgerEntry(kind, key, statement, "user"))
-            request = text.strip()
-            if request and not any(True for _ in _statements(request.splitlines()[0])):
-                first = _SENTENCE.split(request.split("\n\n", 1)[0])[0].strip()
-                if len(first) >= 12:
-                    if len(first) > _MAX_VALUE:
-                        first = first[:_MAX_VALUE].rsplit(" ", 1)[0] + " …"
-                    found.append(LedgerEntry("goal", "goal", first, "user"))
-                    seen_task = True
+            request = _request(text)
+            if request and not any(True for _ in _statements(request)):
+                found.append(LedgerEntry("goal", "goal", request, "user"))
             continue
         if component.role in ("system", "developer"):
             continue
         # The agent: its tool calls, its fenced commands, its findings and next step.
+        mentions.append((len(found), text + " ".join(c.arguments for c in component.tool_calls)))
         for call in component.tool_calls:
+            before = len(found)
             command = _call_entries(call.name, call.arguments, found)
             calls[call.id] = (call.name, command)
+            for position in range(before, len(found)):  # a file read waits for its output
+                entry = found[position]
+                if entry.kind == "file" and entry.state == "read":
+                    found[position] = attrs.evolve(entry, source=f"{entry.source} {call.id}")
         fenced = _fenced_commands(text) if not component.tool_calls else []
         if fenced:
             fenced_agent = True
             pending = fenced
             for command in fenced:
+                _command_files(command, "assistant", found)
                 if _WRITE_COMMANDS.match(command):
                     target = command.split()[1] if len(command.split()) > 1 else command
                     found.append(
@@ -879,12 +885,76 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 continue
             if _NEXT.search(sentence):
                 found.append(LedgerEntry("next_step", "next_step", sentence, "assistant"))
-            elif _FINDING.search(sentence):
+            elif _FINDING.search(sentence) and not _PLAN.match(sentence):
                 found.append(
                     LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
                 )
-    del seen_task
-    return ledger.merge(found)
+    return ledger.merge(_used(found, mentions))
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
+_DEFINITION = re.compile(
+    r"^[ \t]*(?:export[ \t]+|pub[ \t]+|async[ \t]+|static[ \t]+|public[ \t]+|private[ \t]+)*"
+    r"(?:def|defp|defmacro|defmodule|class|function|func|fn|module|interface|struct|enum|"
+    r"trait|protocol|type)[ \t]+([A-Za-z_][\w.!?]*)",
+    re.M,
+)
+_DEFINED = 12
+
+
+def _defines(found: list[LedgerEntry], call_id: str, output: str) -> None:
+    """A file read's entry names what the file defines (functions, classes, modules)."""
+    for position in range(len(found) - 1, -1, -1):
+        entry = found[position]
+        if entry.kind == "file" and entry.source.endswith(f" {call_id}"):
+            names = list(dict.fromkeys(_DEFINITION.findall(_LINE_NUMBER.sub("", output))))
+            if names:
+                shown = ", ".join(names[:_DEFINED]) + (", …" if len(names) > _DEFINED else "")
+                path = entry.key[len("file:") :]
+                found[position] = attrs.evolve(entry, value=f"{path} (read; defines {shown})")
+            return
+
+
+def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
+    """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
+    out = list(found)
+    for position, entry in enumerate(found):
+        if entry.kind != "fact" or not entry.key.startswith("fact:"):
+            continue
+        anchor = entry.key[len("fact:") :]
+        later = (text for after, text in mentions if after > position)
+        if len(anchor) >= 3 and any(anchor in text for text in later):
+            out[position] = attrs.evolve(entry, state="used")
+    return out
+
+
+# Text that is code or a command rather than a sentence.
+_CODE = re.compile(r"[{}\[\]=`|]| -{1,2}\w")
+_TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$")
+_COMMAND_PATH = re.compile(
+    r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w.@+-]*\w|(?<![\w/.-])[\w-]+\.[A-Za-z]{1,5}\b"
+)
+
+
+def _request(text: str) -> str:
+    """What a user message asks for: its first paragraph, markup lines aside, cut at 300."""
+    lines = [line for line in text.strip().splitlines() if not _TAG_LINE.match(line)]
+    paragraph = "\n".join(lines).strip().split("\n\n", 1)[0]
+    paragraph = " ".join(paragraph.split())
+    if len(paragraph) < 12:
+        return ""
+    if len(paragraph) > _MAX_VALUE:
+        paragraph = paragraph[:_MAX_VALUE].rsplit(" ", 1)[0] + " …"
+    return paragraph
+
+
+def _command_files(command: str, source: str, found: list[LedgerEntry]) -> None:
+    """Files a shell command names (``sed -n 1,9p src/a.py``), as files it used."""
+    for match in _COMMAND_PATH.finditer(command):
+        path = match.group(0)
+        if "://" in path or path.startswith("-") or len(path) < 4:
+            continue
+        found.append(LedgerEntry("file", f"file:{path}", f"{path} (read)", source, state="read"))
 
 
 def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
@@ -912,6 +982,7 @@ def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
             )
         elif key in _COMMAND_KEYS and command is None and " " in value.strip():
             command = _command(value)
+            _command_files(command, f"call {name}", found)
     if command is None and not any(key in _PATH_KEYS for key in arguments):
         simple = {k: v for k, v in arguments.items() if isinstance(v, (str, int, float))}
         if simple and not _READS.match(name):
