@@ -357,9 +357,8 @@ class ExtractiveBackend:
         sentences = [
             s
             for s in _sentences(text)
-            if s.speaker in ("user", "assistant", "text", "system", "developer")
-            and not _is_data(s.text)
-            and not _carried(s.text, carried)
+            # Tool-call arguments are data; a tool's output may say what happened.
+            if s.speaker != "call" and not _is_data(s.text) and not _carried(s.text, carried)
         ]
         fallback = f"{len(components)} earlier messages; their state follows."
         summary = _pick(sentences, budget)

@@ -56,7 +56,7 @@ KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
 _HISTORY = 3
 _MAX_VALUE = 300
 # A JSON object's fields, shown as one fact, are cut at this length.
-_MAX_JSON = 600
+_MAX_JSON = 320
 
 
 def _kind(value: object) -> LedgerKind:
@@ -746,7 +746,9 @@ def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
         value = ", ".join(f"{name}={text}" for name, text in fields)
         if len(value) > _MAX_JSON:
             value = value[:_MAX_JSON].rsplit(", ", 1)[0] + ", …"
-        yield LedgerEntry("fact", f"fact:{anchor}", value, source=source)
+        # One of many objects is a listing (search results); an object alone was looked up.
+        state = "listed" if len(objects) > 1 else ""
+        yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
 
 
 def _output_entries(
@@ -984,7 +986,11 @@ def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
             command = _command(value)
             _command_files(command, f"call {name}", found)
     if command is None and not any(key in _PATH_KEYS for key in arguments):
-        simple = {k: v for k, v in arguments.items() if isinstance(v, (str, int, float))}
+        simple = {
+            k: v
+            for k, v in arguments.items()
+            if isinstance(v, (str, int, float)) and len(str(v)) <= 80  # not a thought or a body
+        }
         if simple and not _READS.match(name):
             shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
             command = _command(f"{name}({shown})")
