@@ -473,7 +473,6 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
         "clocks",
         "timestamp",
         "timestamps",
-        "times",
     ),
     "branch": ("branch", "rebased", "rebase", "checkout", "checked"),
     "style": (
