@@ -520,6 +520,9 @@ _TEST = re.compile(
     r"|^(?:ok|FAIL|---) +\S+(?: +[\d.]+s)?$",
     re.M,
 )
+_ERROR_WORDS = re.compile(r"rror|xception|ailure|atal|FATAL|panic|^E {2}|FAILED|\*\* \(", re.M)
+# A cheap look for the words every test summary has, before the full pattern runs.
+_TEST_WORDS = re.compile(r"passed|failed|failures?\b|Ran \d|^(?:OK|FAILED|ok|FAIL)\b|Tests?:", re.M)
 _FAILING = re.compile(r"\b(?:[1-9]\d* failed|failures?=\d|FAILED|FAIL\b|[1-9]\d* failures?)")
 _COMMIT = re.compile(
     r"^\[[\w./+-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.{0,80})$|^commit ([0-9a-f]{40})\b",
@@ -541,6 +544,15 @@ _FIELD = re.compile(
 )
 _ID_FIELD = re.compile(r"(?:^|_)(?:id|number|code|sha)$", re.I)
 _LONG_COMMAND = 200
+# Cheap looks before the full patterns run: a line that could be a statement, a text
+# that could hold a next step or a finding.
+_STATEMENT_WORDS = re.compile(
+    "|".join(p.pattern for p in (_RULE, _CONSTRAINT, _PREFERENCE, _DECISION, _UPDATE, _LABEL))
+    + r"|\d|"
+    + "|".join(sorted(_CONCEPT_OF, key=len, reverse=True)),
+    re.I,
+)
+_AGENT_WORDS = re.compile(f"{_NEXT.pattern}|{_FINDING.pattern}", re.I)
 
 
 def _mask(text: str) -> str:
@@ -597,7 +609,7 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
     """
     for raw in text.splitlines():
         line = raw.strip().lstrip("-*• ").strip()
-        if len(line) < 8:
+        if len(line) < 8 or not _STATEMENT_WORDS.search(line):
             continue
         labelled, body = _strip_label(line)
         pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
@@ -756,10 +768,14 @@ def _output_entries(
     """Entries from a tool's output (or an observation sent as a user message)."""
     yield from _json_facts(text, source)
     origin = f"{source}: {command}" if command else source
-    errors = [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
+    errors = (
+        [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
+        if _ERROR_WORDS.search(text)
+        else []
+    )
     for line in dict.fromkeys(errors[-3:]):
         yield LedgerEntry("error", f"error:{_mask(line)[:120]}", line, source=origin, state="open")
-    tests = [m.group(0).strip() for m in _TEST.finditer(text)]
+    tests = [m.group(0).strip() for m in _TEST.finditer(text)] if _TEST_WORDS.search(text) else []
     failed = False
     if tests:
         summary = tests[-1]
@@ -772,7 +788,7 @@ def _output_entries(
             source=origin,
             state="failed" if failed else "passed",
         )
-    for match in _COMMIT.finditer(text):
+    for match in _COMMIT.finditer(text) if "commit " in text or "] " in text else ():
         sha = match.group(1) or match.group(3)
         message = (match.group(2) or "").strip()
         yield LedgerEntry("commit", f"commit:{sha}", f"{sha} {message}".strip(), source=source)
@@ -879,7 +895,9 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                             state="modified",
                         )
                     )
-        prose = _FENCE.sub(" ", text)
+        prose = _FENCE.sub(" ", text) if "```" in text else text
+        if not _AGENT_WORDS.search(prose):
+            continue  # no next step and no finding in it: skip the sentence-by-sentence look
         for sentence in _SENTENCE.split(prose):
             sentence = " ".join(sentence.split())
             if not 16 <= len(sentence) <= _MAX_VALUE:
