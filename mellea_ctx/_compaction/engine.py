@@ -483,7 +483,8 @@ def _plan(
     With ``max_tokens`` in the model options, that is the size of the whole
     checkpoint (header, summary, ledger and carried details): the ledger is
     chosen first, by priority, and the summary is asked for what is left.
-    Without it, the ledger shows at most a quarter of the span's tokens.
+    Without it, the rules, constraints, goal and open errors show, and the rest of
+    the ledger within a quarter of the span's tokens.
     """
     asked = options.get("max_tokens")
     budget = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
@@ -493,8 +494,13 @@ def _plan(
 
     header = count_memoized(ctx.counter, Checkpoint(".", replaced_count=replaced_count))
     if budget is None:
-        room = count_all(ctx.counter, span) // 4
-        shown, omitted = choose_entries(ledger, room, count)
+        # No size asked: rules, constraints, the goal and open errors all show (the
+        # checkpoint must still be smaller than its span); the rest within a quarter of it.
+        span_tokens = count_all(ctx.counter, span)
+        quarter = span_tokens // 4
+        shown, omitted = choose_entries(
+            ledger, span_tokens - header, count, history_tokens=quarter, state_tokens=quarter
+        )
         return _Plan(None, shown, omitted, options)
     room = max(budget - header - _MIN_SUMMARY, 0)
     # Rules, constraints, the goal, open errors and current state may take the whole

@@ -279,14 +279,16 @@ def choose_entries(
     max_tokens: int,
     count: Callable[[str], int],
     history_tokens: int | None = None,
+    state_tokens: int | None = None,
 ) -> tuple[tuple[str, ...], tuple[LedgerEntry, ...]]:
     """Choose the ledger entries to show in ``max_tokens``; return their keys and the rest.
 
     Entries are taken by priority (rules, constraints, the goal, the next step
     and open errors; then current state; then history), skipping one that does
     not fit for a shorter one after it; the rendered block, counted whole, is
-    at or under ``max_tokens``. History (commands, files read, resolved
-    errors) is only taken while the block is under ``history_tokens``.
+    at or under ``max_tokens``. History (commands, listed facts, resolved
+    errors) is only taken while the block is under ``history_tokens``, and
+    current state and history while it is under ``state_tokens``.
 
     Examples:
         >>> ledger = Ledger([LedgerEntry("command", "c", "ls → ok"),
@@ -307,6 +309,8 @@ superseded=(), state=''),))
         if spent + cost > max_tokens:
             continue
         if history_tokens is not None and _tier(entry) == 2 and spent + cost > history_tokens:
+            continue
+        if state_tokens is not None and _tier(entry) >= 1 and spent + cost > state_tokens:
             continue
         chosen.append(entry)
         kinds.add(entry.kind)

@@ -949,6 +949,15 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
 
 # Text that is code or a command rather than a sentence.
 _CODE = re.compile(r"[{}\[\]=`|]| -{1,2}\w")
+# A request: a question, a plea, a need, or an imperative verb first.
+_ASKS = re.compile(
+    r"\?|\b(?:please|can you|could you|would you|i need|i want|i'd like|need to|help|let's)\b"
+    r"|^(?:\W*)(?:fix|implement|add|make|create|update|write|find|investigate|explore|review|"
+    r"check|run|build|refactor|remove|delete|change|move|rename|consider|read|look|show|"
+    r"explain|tell|give|list|search|solve|debug|test|deploy|install|set|get|do|use|try|go|"
+    r"migrate|port|convert|summari[sz]e|analy[sz]e|plan|design|document)\b",
+    re.I,
+)
 _TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$")
 _COMMAND_PATH = re.compile(
     r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w.@+-]*\w|(?<![\w/.-])[\w-]+\.[A-Za-z]{1,5}\b"
@@ -960,8 +969,8 @@ def _request(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if not _TAG_LINE.match(line)]
     paragraph = "\n".join(lines).strip().split("\n\n", 1)[0]
     paragraph = " ".join(paragraph.split())
-    if len(paragraph) < 12:
-        return ""
+    if len(paragraph) < 12 or not _ASKS.search(paragraph):
+        return ""  # too short, or a remark rather than a request
     if len(paragraph) > _MAX_VALUE:
         paragraph = paragraph[:_MAX_VALUE].rsplit(" ", 1)[0] + " …"
     return paragraph
