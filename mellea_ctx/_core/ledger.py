@@ -504,7 +504,6 @@ _EXIT = re.compile(
 _ERROR_LINE = re.compile(
     r"^[ \t]*(?:[\w.]*(?:Error|Exception|Failure)\b(?:\[\w+\])?:? .{0,200}"
     r"|(?:error|fatal|ERROR|FATAL|panic)(?:\[[\w-]+\])?: .{1,200}"
-    r"|\*\* \([\w.]+\) .{1,200}"
     r"|E {2,}\S.{0,200}"
     r"|FAILED \S.{0,200})$",
     re.M,
@@ -520,7 +519,7 @@ _TEST = re.compile(
     r"|^(?:ok|FAIL|---) +\S+(?: +[\d.]+s)?$",
     re.M,
 )
-_ERROR_WORDS = re.compile(r"rror|xception|ailure|atal|FATAL|panic|^E {2}|FAILED|\*\* \(", re.M)
+_ERROR_WORDS = re.compile(r"rror|xception|ailure|atal|FATAL|panic|^E {2}|FAILED", re.M)
 # A cheap look for the words every test summary has, before the full pattern runs.
 _TEST_WORDS = re.compile(r"passed|failed|failures?\b|Ran \d|^(?:OK|FAILED|ok|FAIL)\b|Tests?:", re.M)
 _FAILING = re.compile(r"\b(?:[1-9]\d* failed|failures?=\d|FAILED|FAIL\b|[1-9]\d* failures?)")
