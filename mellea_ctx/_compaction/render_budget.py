@@ -239,7 +239,7 @@ def plan_chunks(
 # so one noisy kind cannot starve the others.
 _TIERS: tuple[tuple[LedgerKind, ...], ...] = (
     ("rule", "constraint", "goal", "next_step", "error"),
-    ("preference", "decision", "fact", "test", "file", "commit", "finding"),
+    ("preference", "decision", "fact", "test", "file", "commit", "command", "finding"),
     ("command", "fact", "error"),
 )
 
@@ -249,6 +249,8 @@ def _tier(entry: LedgerEntry) -> int:
         return 0 if entry.state != "resolved" else 2
     if entry.kind == "file":
         return 1  # a file's latest state is current state, read or modified
+    if entry.kind == "command":
+        return 1 if entry.state == "failed" else 2  # a failed command's outcome is still open
     if entry.kind == "fact" and entry.state == "listed":
         return 2  # one of many search results: history, unless the agent used it
     return next(i for i, kinds in enumerate(_TIERS) if entry.kind in kinds)

@@ -502,10 +502,10 @@ _EXIT = re.compile(
     re.I,
 )
 _ERROR_LINE = re.compile(
-    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Failure)\b(?:\[\w+\])?:? .{0,200}"
-    r"|(?:error|fatal|ERROR|FATAL|panic)(?:\[[\w-]+\])?: .{1,200}"
-    r"|E {2,}\S.{0,200}"
-    r"|FAILED \S.{0,200})$",
+    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Failure)\b(?:\[\w+\])?:? .{0,300}"
+    r"|(?:error|fatal|ERROR|FATAL|panic)(?:\[[\w-]+\])?: .{1,300}"
+    r"|E {2,}\S.{0,300}"
+    r"|FAILED \S.{0,300})$",
     re.M,
 )
 _TEST = re.compile(
@@ -883,8 +883,10 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
             pending = fenced
             for command in fenced:
                 _command_files(command, "assistant", found)
-                if _WRITE_COMMANDS.match(command):
-                    target = command.split()[1] if len(command.split()) > 1 else command
+                words = command.split()
+                target = words[1] if len(words) > 1 else ""
+                # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
+                if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
                     found.append(
                         LedgerEntry(
                             "file",
