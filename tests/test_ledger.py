@@ -305,3 +305,75 @@ class TestRendering:
         assert record.ledger_omitted  # forty commands cannot all be shown
         assert {e.key for e in record.ledger_omitted}.isdisjoint(checkpoint.shown or ())
         assert len(checkpoint.ledger.current("command")) == 40  # all kept as data
+
+
+class TestShapes:
+    def test_a_listing_is_history_and_a_lookup_is_state(self) -> None:
+        """Of a JSON list of objects each is 'listed'; an object looked up alone is not."""
+        listing = json.dumps([{"flight_number": f"HAT00{i}", "price": 100 + i} for i in range(3)])
+        ledger = derive_ledger(
+            [
+                Message("assistant", None, tool_calls=[ToolCall("a", "search", "{}")]),
+                ToolMessage(listing, tool_call_id="a"),
+                Message("assistant", None, tool_calls=[ToolCall("b", "get", "{}")]),
+                ToolMessage('{"reservation_id": "2FBBAH", "price": 107}', tool_call_id="b"),
+            ]
+        )
+        states = {e.key: e.state for e in ledger.current("fact")}
+        assert states == {
+            "fact:HAT000": "listed",
+            "fact:HAT001": "listed",
+            "fact:HAT002": "listed",
+            "fact:2FBBAH": "",
+        }
+
+    def test_a_file_read_names_what_it_defines(self) -> None:
+        """Definitions in a read file (any language's def/class/module) join its entry."""
+        source = "     1→defmodule App.Panel do\n     2→  def render(assigns) do\n"
+        source += "     3→class Widget:\n     4→function initHooks() {\n"
+        ledger = derive_ledger(
+            [
+                Message(
+                    "assistant",
+                    None,
+                    tool_calls=[ToolCall("r", "Read", json.dumps({"file_path": "lib/panel.ex"}))],
+                ),
+                ToolMessage(source, tool_call_id="r"),
+            ]
+        )
+        assert values(ledger, "file") == [
+            "lib/panel.ex (read; defines App.Panel, render, Widget, initHooks)"
+        ]
+
+    def test_a_remark_is_not_a_goal_and_a_request_is(self) -> None:
+        """'Load test peaked ...' sets no goal; 'Please fix ...' does."""
+        remark = derive_ledger([Message("user", "Load test peaked at moderate traffic today.")])
+        assert values(remark, "goal") == []
+        ask = derive_ledger([Message("user", "Please fix the flaky upload test in CI.")])
+        assert values(ask, "goal") == ["Please fix the flaky upload test in CI."]
+
+    def test_shell_commands_name_their_files_and_edit_ranges_are_not_files(self) -> None:
+        """'sed -n 1,9p src/a.py' uses src/a.py; SWE-agent's 'edit 12:14' names no file."""
+        ledger = derive_ledger(
+            [
+                Message("user", "Fix the parser."),
+                Message("assistant", "```\nsed -n 1,9p src/a.py\n```"),
+                Message("user", "line one"),
+                Message("assistant", "```\nedit 12:14\n```"),
+                Message("user", "File updated."),
+            ]
+        )
+        assert values(ledger, "file") == ["src/a.py (read)"]
+
+    def test_an_update_without_a_label_keeps_the_kind_it_updates(self) -> None:
+        """'For reports, show clocks in Pacific Time.' replaces the UTC constraint, as one."""
+        ledger = derive_ledger(
+            [
+                Message("user", "HARD CONSTRAINT: Put every timestamp in UTC."),
+                Message("user", "The webhook retries three times before dead-lettering."),
+                Message("user", "For status reports, show clocks in Pacific Time."),
+            ]
+        )
+        (entry,) = ledger.current("constraint")
+        assert entry.value == "For status reports, show clocks in Pacific Time."
+        assert entry.superseded == ("Put every timestamp in UTC.",)
