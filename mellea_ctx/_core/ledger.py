@@ -545,12 +545,34 @@ _ID_FIELD = re.compile(r"(?:^|_)(?:id|number|code|sha)$", re.I)
 _LONG_COMMAND = 200
 # Cheap looks before the full patterns run: a line that could be a statement, a text
 # that could hold a next step or a finding.
-_STATEMENT_WORDS = re.compile(
-    "|".join(p.pattern for p in (_RULE, _CONSTRAINT, _PREFERENCE, _DECISION, _UPDATE, _LABEL))
-    + r"|\d|"
-    + "|".join(sorted(_CONCEPT_OF, key=len, reverse=True)),
-    re.I,
-)
+# Words one of the statement patterns needs (lowercase substrings): a line with none
+# of them, no label, no amount and no date is passed over with substring looks only.
+_STATEMENT_KEYS = (
+    "never", "always", "not", "n't", "must", "only", "requir", "sure", "at most", "at least",
+    "no more", "no later", "without", "limit", "cap", "ceiling", "budget", "deadline", "due",
+    "keep", "stay", "prefer", "rather", "like", "want", "please", "style", "tone", "agree",
+    "decid", "decision", "settled", "go with", "stick with", "switch", "instead", "let's",
+    "we'll", "we will", "we use", "we keep", "we drop", "we pin", "updat", "now", "chang",
+    "move", "rotat", "new", "no longer", "rebas", "replac", "revis", "anymore", "forbidden",
+    "prohibited", "allowed", "stop and", "dollar", "euro", "hundred", "thousand", "$", "€",
+    "£", "utc", "gmt", "pacific", "eastern", "central", "clock", "timestamp", "timezone",
+    "branch", "checkout", "checked", "codename", "called", "calling", "label", "designated",
+    "alias", "renamed", "answers", "responses", "replies", "terse", "verbose", "playful",
+    "formal", "units", "measurements",
+)  # fmt: skip
+_MONTH_WORDS = frozenset(_MONTHS.split("|"))
+
+
+def _maybe_statement(line: str) -> bool:
+    """Whether ``line`` could hold a statement (cheap: substring looks, one anchored match)."""
+    low = line.lower()
+    if any(key in low for key in _STATEMENT_KEYS) or _LABEL.match(line):
+        return True
+    if any(ch.isdigit() for ch in line) and ("-" in line or "/" in line):
+        return True  # a date, maybe
+    return any(word.strip(".,;:") in _MONTH_WORDS for word in low.split())
+
+
 _AGENT_WORDS = re.compile(f"{_NEXT.pattern}|{_FINDING.pattern}", re.I)
 
 
@@ -608,7 +630,7 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
     """
     for raw in text.splitlines():
         line = raw.strip().lstrip("-*• ").strip()
-        if len(line) < 8 or not _STATEMENT_WORDS.search(line):
+        if len(line) < 8 or not _maybe_statement(line):
             continue
         labelled, body = _strip_label(line)
         pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
@@ -660,7 +682,7 @@ class _Keys:
     def __init__(self) -> None:
         self.known: list[tuple[str, str, set[str], set[str]]] = []  # key, masked, words, concepts
         self.kinds: dict[str, LedgerKind] = {}
-        self.texts: list[str] = []
+        self.types: list[set[str]] = []  # the sorts of value each known statement carries
 
     def key(self, kind: LedgerKind, text: str) -> str:
         masked = _mask(text)
@@ -670,7 +692,9 @@ class _Keys:
         words = {_stem(w) for w in _words(text)}
         concepts = _concepts(text)
         key = f"{kind}:{masked[:80]}"
+        types: set[str] | None = None
         if _UPDATE.search(text) or concepts & _SINGLE:
+            types = _value_types(text)
             best: tuple[int, int] | None = None
             for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
                 shared = concepts & known_concepts
@@ -682,19 +706,19 @@ class _Keys:
                 single = bool(shared & _SINGLE)
                 if not single and overlap == 0:
                     continue
-                same_type = bool(_value_types(text) & _value_types(self.texts[position]))
+                same_type = bool(types & self.types[position])
                 score = 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
                 if best is None or (score, position) >= best:
                     best = (score, position)
                     key = known_key
         self.known.append((key, masked, words, concepts))
-        self.texts.append(text)
+        self.types.append(types if types is not None else _value_types(text))
         return key
 
     def remember(self, key: str, text: str) -> None:
         """Know an entry carried by an earlier checkpoint, so an update can supersede it."""
         self.known.append((key, _mask(text), {_stem(w) for w in _words(text)}, _concepts(text)))
-        self.texts.append(text)
+        self.types.append(_value_types(text))
 
 
 def _command(text: str) -> str:
