@@ -448,7 +448,7 @@ class Engine:
 
 
 # The least room a summary is left when the ledger fills the checkpoint's size.
-_MIN_SUMMARY = 16
+_MIN_SUMMARY = 10
 # The share of the room the ledger's history may fill (the rest of the ledger may take it all).
 _LEDGER_SHARE = 0.7
 
