@@ -66,6 +66,7 @@ def handle(memory: SessionMemory, session_id: str, question: str) -> str:
         max_tokens=280,
         target_tokens=200,
         keep_recent_tokens=80,
+        summary_tokens=120,  # the whole checkpoint (summary and ledger) fits in this
         boundary="model_step",
         pin_predicate=pin_react_initiator,
         default_backend=AGENT,

@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
         TokenizerDataError,
     )
     from ._core.facts import Fact, FactKind, extract_facts, missing_facts
+    from ._core.ledger import Ledger, LedgerEntry, LedgerKind, derive_ledger
     from ._core.parts import (
         AudioPart,
         DocumentPart,
@@ -236,6 +237,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "extract_facts",
         "missing_facts",
     ),
+    "._core.ledger": (
+        "Ledger",
+        "LedgerEntry",
+        "LedgerKind",
+        "derive_ledger",
+    ),
     "._core.parts": (
         "AudioPart",
         "DocumentPart",
@@ -388,6 +395,9 @@ __all__ = [
     "InvalidComponentError",
     "InvalidContextError",
     "LLMSummarizeCompactor",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerKind",
     "LossyConversionWarning",
     "MalformedResponseError",
     "MelleaCtxError",
@@ -454,6 +464,7 @@ __all__ = [
     "components_to_json",
     "context_window",
     "default_counter",
+    "derive_ledger",
     "dump_anthropic",
     "dump_conversation",
     "extract_facts",

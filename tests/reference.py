@@ -243,18 +243,26 @@ def turn_starts(items: Sequence[Component], p: int, boundary: str) -> list[int]:
 
     User input is a user-role component that answers no call and is not a
     checkpoint (which summarizes turns, it does not open one). With
-    ``boundary="model_step"`` each assistant component also begins a turn.
+    ``boundary="model_step"`` each assistant component also begins a turn;
+    with ``"auto"``, so it does when the body holds one user turn or none.
     """
     table = safe_cuts(items)
-    roles = ("user", "assistant") if boundary == "model_step" else ("user",)
-    return [
-        index
-        for index in range(p, len(items))
-        if items[index].role in roles
-        and items[index].tool_call_id is None
-        and not isinstance(items[index], Checkpoint)
-        and table[index]
-    ]
+
+    def starts(roles: tuple[str, ...]) -> list[int]:
+        return [
+            index
+            for index in range(p, len(items))
+            if items[index].role in roles
+            and items[index].tool_call_id is None
+            and not isinstance(items[index], Checkpoint)
+            and table[index]
+        ]
+
+    steps = ("user", "assistant")
+    found = starts(steps if boundary == "model_step" else ("user",))
+    if boundary == "auto" and len(found) <= 1:  # one user turn: model steps
+        found = starts(steps)
+    return found
 
 
 def budget_cut(

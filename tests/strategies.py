@@ -708,7 +708,7 @@ def token_budgets(draw: Any, total: int) -> Summarizer:
         target_tokens=target,
         keep_recent_tokens=draw(st.none() | st.integers(0, 40) | st.integers(0, top)),
         summary_tokens=draw(st.none() | st.integers(1, 200)),
-        boundary=draw(st.sampled_from(["user_turn", "model_step"])),
+        boundary=draw(st.sampled_from(["auto", "user_turn", "model_step"])),
         **_common(draw, script, records),
     )
     return Summarizer(compactor, script, records)

@@ -149,7 +149,11 @@ class TestLLMSummarizeCompactor:
         )
         checkpoint = compactor.compact(ctx).as_list()[1]
         assert isinstance(checkpoint, Checkpoint)
-        assert "Never edit config/prod.yaml." in checkpoint.preserved
+        # Issue 21: the user's rule is ledger state (shown in the content), not an appendix.
+        assert [e.value for e in checkpoint.ledger.current("rule")] == [
+            "Never edit config/prod.yaml. The order id is ZFA04Y."
+        ]
+        assert "Never edit config/prod.yaml." in checkpoint.content
         assert "ZFA04Y" in checkpoint.content
         record = records[-1]
         assert (record.outcome, record.removed) == ("applied", 5)
@@ -494,7 +498,10 @@ class TestTokenBudgetCompactor:
             ToolMessage("log line\n" * 500, tool_call_id="c1"),
         )
         compactor = TokenBudgetCompactor(
-            max_tokens=100, default_backend=reply("S."), on_record=records.append
+            max_tokens=100,
+            default_backend=reply("S."),
+            on_record=records.append,
+            boundary="user_turn",  # issue 21: "auto" would cut this agent run at model steps
         )
         assert compactor.compact(ctx) is ctx
         assert (records[-1].outcome, records[-1].over_target) == ("skipped", True)
@@ -535,7 +542,9 @@ class TestTokenBudgetCompactor:
                 ToolMessage("code " * 80, tool_call_id=f"c{i}"),
             ]
         ctx = build(*steps)
-        user_turns = TokenBudgetCompactor(max_tokens=300, default_backend=reply("S."))
+        user_turns = TokenBudgetCompactor(
+            max_tokens=300, default_backend=reply("S."), boundary="user_turn"
+        )
         with_steps = TokenBudgetCompactor(
             max_tokens=300,
             keep_recent_tokens=150,
@@ -546,6 +555,27 @@ class TestTokenBudgetCompactor:
         result = with_steps.compact(ctx).as_list()
         assert isinstance(result[1], Checkpoint)
         assert result[2].tool_calls and result[3].tool_call_id == result[2].tool_calls[0].id
+
+    def test_the_default_cuts_an_agent_run_at_model_steps(self) -> None:
+        """Issue 21: by default one user turn of many steps is compacted at model steps."""
+        steps: list[Component] = [SYSTEM, Message("user", "Fix the bug.")]
+        for i in range(8):
+            call = ToolCall(f"c{i}", "cat", {"p": f"f{i}.py"})
+            steps += [
+                Message("assistant", f"Reading f{i}.py", tool_calls=[call]),
+                ToolMessage("code " * 80, tool_call_id=f"c{i}"),
+            ]
+        ctx = build(*steps)
+        compactor = TokenBudgetCompactor(
+            max_tokens=300, keep_recent_tokens=150, default_backend=reply("S.")
+        )
+        assert compactor.boundary == "auto"
+        result = compactor.compact(ctx).as_list()
+        assert isinstance(result[1], Checkpoint)
+        assert result[2].role == "assistant"
+        out = compactor.compact(build(SYSTEM, *turns(6)), force=True).as_list()
+        assert isinstance(out[1], Checkpoint)
+        assert out[2].role == "user"  # several user turns: the cut stays at user input
 
     def test_force_compacts_under_budget(self) -> None:
         """force=True compacts whatever the size."""

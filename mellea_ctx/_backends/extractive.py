@@ -32,10 +32,10 @@ import attrs
 
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError
-from .._core.facts import extract_facts, fact_budget
+from .._core.ledger import derive_ledger, strip_label
 from .._core.tokens import default_counter
 from .._core.tools import Tool
-from .transcript_read import detail_block, details_that_fit, read_transcript
+from .transcript_read import read_transcript
 from .windows import check_window
 
 __all__ = ["ExtractiveBackend"]
@@ -162,6 +162,8 @@ class _Sentence:
 
 
 def _speaker(header: str) -> str:
+    if " called " in header:
+        return "call"  # a tool call's arguments: data, not a sentence
     return header.split()[0] if header else "text"
 
 
@@ -318,89 +320,115 @@ class ExtractiveBackend:
             return ModelOutputThunk("No tool matched the goal, so there is nothing to report.")
         counter = default_counter()
         budget = max(self.min_tokens, int(counter.count_text(results) * self.ratio))
-        return ModelOutputThunk("From the tool results:\n" + self.summarize(results, budget))
+        answer = _pick(_sentences(results), budget) or results[:200]
+        return ModelOutputThunk("From the tool results:\n" + answer)
 
     def summarize(self, text: str, budget: int) -> str:
         """Return the extractive summary of ``text`` in at most ``budget`` tokens.
 
-        The exact details come first in choice and last in the text: up to
-        half the budget goes to them, chosen as the summary engine chooses
-        what to check (:func:`~mellea_ctx.extract_facts` over the components
-        the transcript was rendered from, across kinds, most used first),
-        listed by kind; the most informative sentences take the rest. The
+        It writes what happened: the most informative sentences of what the
+        user and the agent wrote (a sub-agent's findings included), verbatim,
+        in their original order. The state a checkpoint carries as data (the
+        user's rules, constraints and preferences, facts, files, commands and
+        their outcomes: :func:`~mellea_ctx.derive_ledger` over the
+        components the transcript was rendered from) is left to the
+        checkpoint's ledger, and a statement a later one superseded is never
+        repeated; tool-call arguments and tool output are never quoted. The
         result, counted as a whole under ``o200k_base``, is never over
-        ``budget``: sentences are dropped, least informative first, then
-        details, until it fits.
+        ``budget``.
 
         Examples:
             >>> ExtractiveBackend().summarize("[user] Ship the build to staging today.", 40)
             '- user: Ship the build to staging today.'
-            >>> print(ExtractiveBackend().summarize("[user] Run `make lint` in src/app/.", 60))
-            - user: Run `make lint` in src/app/.
-            Exact details:
-            - commands: make lint
+            >>> said = "[user] Never push to main.\\n[assistant] The parser fails on tabs."
+            >>> ExtractiveBackend().summarize(said, 40)
+            '- assistant: The parser fails on tabs.'
         """
-        sentences = _sentences(text)
-        if not sentences or budget <= 0:
+        if budget <= 0:
             return ""
         counter = default_counter()
         components = read_transcript(text)
-        limit, max_chars = fact_budget(len(components))
-        facts = extract_facts(components, limit=limit, max_chars=max_chars)
-        del components  # only the details were wanted: free the transcript's copy before scoring
-        fact_texts = [f.text for f in facts]
-        count = details_that_fit(facts, budget // 2)
-        details = detail_block(facts[:count])
-        budget_left = budget - (counter.count_text(details) if details else 0)
-        # Each sentence's distinct words, in set order, as a tuple of shared strings:
-        # a set per sentence and a copy of each word per sentence cost most of the
-        # memory of a 100,000-message span (issue 24).
-        shared: dict[str, str] = {}
-        keep = shared.setdefault
-        documents = [tuple([keep(w, w) for w in set(_words(s.text))]) for s in sentences]
-        frequency: Counter[str] = Counter()
-        for words in documents:
-            frequency.update(words)
-        total = len(sentences)
+        ledger = derive_ledger(components)
+        carried = [
+            value
+            for entry in ledger.entries
+            if entry.source == "user" and entry.key != "goal"  # requests tell what happened
+            for value in (entry.value, *entry.superseded)
+        ]
+        sentences = [
+            s
+            for s in _sentences(text)
+            # Tool-call arguments are data; a tool's output may say what happened.
+            if s.speaker != "call" and not _is_data(s.text) and not _carried(s.text, carried)
+        ]
+        fallback = f"{len(components)} earlier messages; their state follows."
+        summary = _pick(sentences, budget)
+        if summary:
+            return summary
+        return fallback if counter.count_text(fallback) <= budget else ""
 
-        def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
-            weight = sum(math.log(1 + total / frequency[w]) for w in words)
-            weight /= math.sqrt(max(len(words), 1))
-            if sentence.speaker == "user":
-                weight *= 1.6
-            elif sentence.speaker == "tool":
-                weight *= 0.7
-            if _OUTCOME.search(sentence.text):
-                weight *= 1.4
-            if any(map(sentence.text.__contains__, fact_texts)):  # no frame per fact
-                weight *= 1.3
-            return weight * (1 + 0.5 * sentence.position / total)
 
-        ranked = sorted(
-            zip(sentences, documents, strict=True),
-            key=lambda pair: score(*pair),
-            reverse=True,
-        )
-        chosen: list[_Sentence] = []
-        spent = 0
-        for sentence, _ in ranked:
-            if spent + sentence.tokens > budget_left:
-                continue
-            chosen.append(sentence)
-            spent += sentence.tokens
-        # ``tokens`` estimates each line; the whole is checked exactly below.
-        while True:
-            ordered = sorted(chosen, key=lambda s: s.position)
-            lines = [f"- {s.speaker}: {s.text}" for s in ordered]
-            if details:
-                lines.append(details)
-            summary = "\n".join(lines)
-            if counter.count_text(summary) <= budget:
-                return summary
-            if chosen:
-                chosen.pop()  # the least informative sentence left
-            elif count:
-                count = count * 3 // 4  # the last quarter of the details chosen
-                details = detail_block(facts[:count])
-            else:
-                return ""
+def _pick(sentences: list[_Sentence], budget: int) -> str:
+    """The most informative ``sentences`` in their order, within ``budget`` tokens ("" if none)."""
+    if not sentences or budget <= 0:
+        return ""
+    counter = default_counter()
+    # Each sentence's distinct words, in set order, as a tuple of shared strings: a set
+    # per sentence and a copy of each word per sentence cost most of the memory of a
+    # 100,000-message span (issue 24).
+    shared: dict[str, str] = {}
+    keep = shared.setdefault
+    documents = [tuple([keep(w, w) for w in set(_words(s.text))]) for s in sentences]
+    frequency: Counter[str] = Counter()
+    for words in documents:
+        frequency.update(words)
+    total = len(sentences)
+
+    def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
+        weight = sum(math.log(1 + total / frequency[w]) for w in words)
+        weight /= math.sqrt(max(len(words), 1))
+        if sentence.speaker == "user":
+            weight *= 1.6
+        elif sentence.speaker == "tool":
+            weight *= 0.7
+        if _OUTCOME.search(sentence.text):
+            weight *= 1.4
+        return weight * (1 + 0.5 * sentence.position / total)
+
+    ranked = sorted(
+        zip(sentences, documents, strict=True),
+        key=lambda pair: score(*pair),
+        reverse=True,
+    )
+    chosen: list[_Sentence] = []
+    seen: set[str] = set()
+    spent = 0
+    for sentence, _ in ranked:
+        if sentence.text in seen or spent + sentence.tokens > budget:
+            continue
+        chosen.append(sentence)
+        seen.add(sentence.text)
+        spent += sentence.tokens
+    # ``tokens`` estimates each line; the whole is checked exactly below.
+    while chosen:
+        ordered = sorted(chosen, key=lambda s: s.position)
+        summary = "\n".join(f"- {s.speaker}: {s.text}" for s in ordered)
+        if counter.count_text(summary) <= budget:
+            return summary
+        chosen.pop()  # the least informative sentence left
+    return ""
+
+
+def _carried(sentence: str, carried: list[str]) -> bool:
+    """Whether a ledger statement (current or superseded) holds ``sentence`` or it holds one."""
+    bare = strip_label(sentence)
+    return any(bare in value or value in sentence for value in carried)
+
+
+def _is_data(text: str) -> bool:
+    """A line of JSON, code or markup rather than a sentence someone wrote."""
+    stripped = text.strip()
+    if stripped[:1] in "{[<" or stripped.startswith(("```", "$ ", ">>>")):
+        return True
+    symbols = sum(1 for ch in stripped if ch in '{}[]<>=;"\\|`')
+    return symbols > max(4, len(stripped) // 12)

@@ -324,6 +324,9 @@ def compact(
         )
     except MelleaCtxError as exc:
         raise Failure(f"the summary failed, nothing was written: {exc}") from exc
+    skipped = records[-1] if records and records[-1].outcome == "skipped" else None
+    if reason is None and skipped is not None and compacted is ctx:
+        reason = f"nothing to summarize: {skipped.reason}"  # a newcomer's small file, say
     kept = compacted.as_list()
     if strategy == "window":
         turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))

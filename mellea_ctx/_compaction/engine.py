@@ -17,7 +17,7 @@ import asyncio
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from .._backends.telemetry import (
     observe_retry,
 )
 from .._core.checkpoint import Checkpoint
-from .._core.components import Component, ModelOutputThunk
+from .._core.components import Component, Message, ModelOutputThunk
 from .._core.exceptions import (
     BackendError,
     CompactionError,
@@ -41,6 +41,7 @@ from .._core.exceptions import (
     SummaryToolCallError,
 )
 from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
+from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries
 from .._core.protocols import Backend
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
@@ -48,6 +49,7 @@ from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import quote
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
+from .render_budget import choose_entries
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -135,6 +137,7 @@ class Engine:
         messages: list[Component],
         attempts: list[int] | None = None,
         tools: Sequence[Tool] = (),
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         """Ask ``backend`` for the summary, retrying retryable errors a bounded number of times.
 
@@ -154,7 +157,8 @@ class Engine:
             try:
                 outputs: list[ModelOutputThunk] = []
                 with model_call_span(backend, outputs):
-                    options = settings.model_options
+                    if options is None:
+                        options = settings.model_options
                     if tools:  # a continuation request carries the agent's tools
                         output = await backend.generate(
                             messages, model_options=options, tools=tools
@@ -259,7 +263,11 @@ class Engine:
         attempts: list[int],
     ) -> ChatContext | Failed:
         span = ctx[p:k]
-        facts: list[Fact] = extract_facts(span) if self.settings.preserve_facts else []
+        preserve = self.settings.preserve_facts
+        facts: list[Fact] = extract_facts(span) if preserve else []
+        ledger = derive_ledger(span) if preserve else Ledger()
+        replaced_count = sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span)
+        plan = _plan(ctx, span, ledger, replaced_count, self.settings.model_options)
         focus = ""
         if instructions:
             focus = (
@@ -281,11 +289,13 @@ class Engine:
                     k,
                     chosen,
                     instructions,
-                    self.settings.model_options,
-                    lambda messages, tools: self.generate(chosen, messages, attempts, tools),
+                    plan.options,
+                    lambda messages, tools: self.generate(
+                        chosen, messages, attempts, tools, plan.options
+                    ),
                 )
             summary = summary or await self._quoted(
-                span, chosen, ctx.counter, frame, facts, attempts
+                span, chosen, ctx.counter, frame, facts, attempts, plan.options
             )
         except CompactionTimeoutError:
             raise  # the overall deadline, handled by ``replace``
@@ -296,13 +306,16 @@ class Engine:
             failure = BackendError(msg)
             failure.__cause__ = exc
             return self.fail(ctx, failure, started, target, attempts[0])
-        lost = missing_facts(facts, summary)
-        checkpoint = Checkpoint(
+        checkpoint, lost, omitted, dropped = _fit(
+            ctx,
             summary,
-            preserved=[fact.text for fact in lost],
+            facts,
+            ledger,
+            plan,
+            span_of=span,
             replaced=ctx if self.settings.keep_replaced else None,
             span=span if self.settings.keep_replaced else (),
-            replaced_count=sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span),
+            replaced_count=replaced_count,
         )
         if self.settings.preserve_facts and checkpoint.span:
             remember_checked(checkpoint, facts)  # the next compaction need not choose them again
@@ -323,6 +336,8 @@ class Engine:
                 facts_checked=tuple(facts),
                 facts_carried=tuple(lost),
                 attempts=attempts[0],
+                ledger_omitted=omitted,
+                details_dropped=dropped,
             )
             return ctx
         result = ctx._replace(p, k, (checkpoint,))
@@ -339,6 +354,8 @@ class Engine:
             facts_checked=tuple(facts),
             facts_carried=tuple(lost),
             attempts=attempts[0],
+            ledger_omitted=omitted,
+            details_dropped=dropped,
         )
         return result
 
@@ -350,6 +367,7 @@ class Engine:
         frame: Any,
         facts: list[Fact],
         attempts: list[int],
+        options: Mapping[str, Any],
     ) -> str:
         """A quoted summary request (or chunks of them): the span as a fresh prompt."""
         summary, _ = await summarize_span(
@@ -357,8 +375,8 @@ class Engine:
             chosen,
             counter,
             frame,
-            lambda messages: self.generate(chosen, messages, attempts),
-            self.settings.model_options,
+            lambda messages: self.generate(chosen, messages, attempts, options=options),
+            options,
             [fact.text for fact in facts],
         )
         return summary
@@ -420,6 +438,138 @@ class Engine:
             return self.fail(ctx, exc, started, target, outcome="timed_out")
         _abandoned.reset(token)
         return result
+
+
+# The least room a summary is left when the ledger fills the checkpoint's size.
+_MIN_SUMMARY = 10
+# The share of the room the ledger's history may fill (the rest of the ledger may take it all).
+_LEDGER_SHARE = 0.7
+
+
+@attrs.define(frozen=True, slots=True)
+class _Plan:
+    """How a checkpoint's size is shared: the whole size, the ledger's keys, the summary's ask."""
+
+    budget: int | None
+    shown: tuple[str, ...]
+    omitted: tuple[LedgerEntry, ...]
+    options: Mapping[str, Any]
+
+
+def _count_text(ctx: ChatContext, text: str) -> int:
+    """The tokens ``text`` adds to a message (its framing not counted)."""
+    if not text:
+        return 0
+    framing = count_memoized(ctx.counter, Message("user", "."))
+    return max(count_memoized(ctx.counter, Message("user", "." + text)) - framing, 1)
+
+
+def _plan(
+    ctx: ChatContext,
+    span: Sequence[Component],
+    ledger: Ledger,
+    replaced_count: int,
+    options: Mapping[str, Any],
+) -> _Plan:
+    """Share the checkpoint's size between the ledger and the summary.
+
+    With ``max_tokens`` in the model options, that is the size of the whole
+    checkpoint (header, summary, ledger and carried details): the ledger is
+    chosen first, by priority, and the summary is asked for what is left.
+    Without it, the rules, constraints, goal and open errors show, and the rest of
+    the ledger within a quarter of the span's tokens.
+    """
+    asked = options.get("max_tokens")
+    budget = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+
+    def count(text: str) -> int:
+        return _count_text(ctx, text)
+
+    header = count_memoized(ctx.counter, Checkpoint(".", replaced_count=replaced_count))
+    if budget is None:
+        # No size asked: rules, constraints, the goal and open errors all show (the
+        # checkpoint must still be smaller than its span); the rest within a quarter of it.
+        span_tokens = count_all(ctx.counter, span)
+        quarter = span_tokens // 4
+        shown, omitted = choose_entries(
+            ledger, span_tokens - header, count, history_tokens=quarter, state_tokens=quarter
+        )
+        return _Plan(None, shown, omitted, options)
+    room = max(budget - header - _MIN_SUMMARY, 0)
+    # Rules, constraints, the goal, open errors and current state may take the whole
+    # room (the summary keeps its least); history only the ledger's share of it.
+    shown, omitted = choose_entries(ledger, room, count, int(room * _LEDGER_SHARE))
+    shown_entries = [e for e in ledger.entries if e.key in set(shown)]
+    used = count(render_entries(shown_entries)) if shown_entries else 0
+    summary_room = min(max(budget - header - used - 4, _MIN_SUMMARY // 2), budget)
+    return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+
+
+def _fit(
+    ctx: ChatContext,
+    summary: str,
+    facts: list[Fact],
+    ledger: Ledger,
+    plan: _Plan,
+    *,
+    span_of: Sequence[Component],
+    replaced: ChatContext | None,
+    span: Sequence[Component],
+    replaced_count: int,
+) -> tuple[Checkpoint, list[Fact], tuple[LedgerEntry, ...], tuple[Fact, ...]]:
+    """Build the checkpoint within the plan's size: carried details go first, then entries.
+
+    Returns the checkpoint, the details it carries, the ledger entries it does
+    not show and the lost details it had no room for.
+    """
+    shown = list(plan.shown)
+    omitted = list(plan.omitted)
+    state = render_entries([e for e in ledger.entries if e.key in set(shown)])
+    held = [v for e in ledger.entries for v in (e.value, *e.superseded)]
+    lost = [
+        fact
+        for fact in missing_facts(facts, summary + "\n" + state)
+        # The ledger decides about the user's statements and what it holds.
+        if not (ledger and fact.kind in ("constraint", "decision"))
+        and not any(fact.text in value for value in held)
+    ]
+    carried = list(lost)
+
+    def build() -> Checkpoint:
+        return Checkpoint(
+            summary,
+            preserved=[fact.text for fact in carried],
+            replaced=replaced,
+            span=span,
+            replaced_count=replaced_count,
+            ledger=ledger,
+            shown=tuple(shown),
+        )
+
+    checkpoint = build()
+    priority = {key: rank for rank, key in enumerate(plan.shown)}
+
+    def fits(limit: int, details_first: bool) -> None:
+        nonlocal checkpoint
+        while count_memoized(ctx.counter, checkpoint) > limit:
+            if carried and details_first:
+                del carried[len(carried) * 3 // 4 :]  # the last quarter of the details
+            elif shown:
+                # The summary ran long: the least important shown entry goes.
+                shown.sort(key=lambda key: priority.get(key, 0))
+                key = shown.pop()
+                omitted.extend(e for e in ledger.entries if e.key == key)
+            else:
+                return  # the summary alone is over: reported by the record's sizes
+            checkpoint = build()
+
+    if plan.budget is not None:  # the size asked: carried details give way first
+        fits(plan.budget, details_first=True)
+    # Smaller than the span in any case: a checkpoint its ledger made larger is no use.
+    fits(count_all(ctx.counter, span_of) - 1, details_first=False)
+    kept = {fact.text for fact in carried}
+    dropped = tuple(fact for fact in lost if fact.text not in kept)
+    return checkpoint, carried, tuple(omitted), dropped
 
 
 def _since(started: float) -> float:

@@ -21,6 +21,7 @@ import attrs
 
 from .._backends.telemetry import observe_compaction, observing
 from .._core.facts import Fact
+from .._core.ledger import LedgerEntry
 
 __all__ = [
     "CompactionRecord",
@@ -65,6 +66,10 @@ class CompactionRecord:
             no model was called, or the bridge's safety net gave up first).
         tier: For a :class:`~mellea_ctx.TieredCompactor`, the index of the
             tier whose result it kept (``None`` otherwise, or when no tier ran).
+        ledger_omitted: Ledger entries the checkpoint holds as data but could
+            not show within its size (lowest priority first to go).
+        details_dropped: Exact details the summary lost that did not fit
+            the checkpoint's size either.
     """
 
     strategy: str
@@ -82,6 +87,8 @@ class CompactionRecord:
     error: str | None = None
     attempts: int = 0
     tier: int | None = None
+    ledger_omitted: tuple[LedgerEntry, ...] = ()
+    details_dropped: tuple[Fact, ...] = ()
 
 
 #: A callback that receives each record.

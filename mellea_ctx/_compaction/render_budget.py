@@ -25,9 +25,19 @@ import attrs
 from .._core.calls import ToolCall
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import SpanTooLargeError
+from .._core.ledger import (
+    HEADINGS,
+    KINDS,
+    STATE_HEADING,
+    Ledger,
+    LedgerEntry,
+    LedgerKind,
+    entry_line,
+    render_entries,
+)
 from .prompts import render_conversation
 
-__all__ = ["Shortener", "fit_conversation", "plan_chunks"]
+__all__ = ["Shortener", "choose_entries", "fit_conversation", "plan_chunks"]
 
 # No text is shortened below this many characters.
 _FLOOR = 400
@@ -220,3 +230,95 @@ def plan_chunks(
     if current:
         chunks.append(tuple(current))
     return chunks
+
+
+# --- the ledger within the checkpoint's size -----------------------------------------
+
+# Priority tiers: what is never dropped while anything else is shown, then the
+# current state, then history. Within a tier, kinds take turns (newest first),
+# so one noisy kind cannot starve the others.
+_TIERS: tuple[tuple[LedgerKind, ...], ...] = (
+    ("rule", "constraint", "goal", "next_step", "error"),
+    ("preference", "decision", "fact", "test", "file", "commit", "command", "finding"),
+    ("command", "fact", "error"),
+)
+
+
+def _tier(entry: LedgerEntry) -> int:
+    if entry.kind == "error":
+        return 0 if entry.state != "resolved" else 2
+    if entry.kind == "file":
+        return 1  # a file's latest state is current state, read or modified
+    if entry.kind == "command":
+        return 1 if entry.state == "failed" else 2  # a failed command's outcome is still open
+    if entry.kind == "fact" and entry.state == "listed":
+        return 2  # one of many search results: history, unless the agent used it
+    return next(i for i, kinds in enumerate(_TIERS) if entry.kind in kinds)
+
+
+def _priority(ledger: Ledger) -> list[LedgerEntry]:
+    """Entries most important first: by tier, kinds taking turns, newest first in a kind."""
+    ordered: list[LedgerEntry] = []
+    for tier in range(len(_TIERS)):
+        queues: dict[str, list[LedgerEntry]] = {}
+        for entry in reversed(ledger.entries):
+            if _tier(entry) == tier:
+                queues.setdefault(entry.kind, []).append(entry)
+        if "fact" in queues:  # facts the agent went on to use first
+            queues["fact"].sort(key=lambda e: e.state != "used")
+        if tier == 0:  # never dropped while anything else is shown: all, in kind order
+            for kind in _TIERS[0]:
+                ordered += queues.get(kind, [])
+            continue
+        lists = [queues[kind] for kind in KINDS if kind in queues]
+        for round_ in range(max((len(q) for q in lists), default=0)):
+            ordered += [q[round_] for q in lists if round_ < len(q)]
+    return ordered
+
+
+def choose_entries(
+    ledger: Ledger,
+    max_tokens: int,
+    count: Callable[[str], int],
+    history_tokens: int | None = None,
+    state_tokens: int | None = None,
+) -> tuple[tuple[str, ...], tuple[LedgerEntry, ...]]:
+    """Choose the ledger entries to show in ``max_tokens``; return their keys and the rest.
+
+    Entries are taken by priority (rules, constraints, the goal, the next step
+    and open errors; then current state; then history), skipping one that does
+    not fit for a shorter one after it; the rendered block, counted whole, is
+    at or under ``max_tokens``. History (commands, listed facts, resolved
+    errors) is only taken while the block is under ``history_tokens``, and
+    current state and history while it is under ``state_tokens``.
+
+    Examples:
+        >>> ledger = Ledger([LedgerEntry("command", "c", "ls → ok"),
+        ...                  LedgerEntry("rule", "r", "Never push to main.")])
+        >>> choose_entries(ledger, 14, lambda text: len(text.split()))
+        (('r',), (LedgerEntry(kind='command', key='c', value='ls → ok', source='', index=0, \
+superseded=(), state=''),))
+    """
+    if not ledger or max_tokens <= 0:
+        return (), tuple(ledger.entries)
+    chosen: list[LedgerEntry] = []
+    spent = count(STATE_HEADING) + 1
+    kinds: set[str] = set()
+    for entry in _priority(ledger):
+        cost = count(entry_line(entry)) + 1
+        if entry.kind not in kinds:
+            cost += count(HEADINGS[entry.kind]) + 2
+        if spent + cost > max_tokens:
+            continue
+        if history_tokens is not None and _tier(entry) == 2 and spent + cost > history_tokens:
+            continue
+        if state_tokens is not None and _tier(entry) >= 1 and spent + cost > state_tokens:
+            continue
+        chosen.append(entry)
+        kinds.add(entry.kind)
+        spent += cost
+    while chosen and count(render_entries(chosen)) > max_tokens:
+        chosen.pop()  # the estimate ran over: drop the least important chosen
+    keys = {entry.key for entry in chosen}
+    shown = tuple(entry.key for entry in chosen)  # most important first
+    return shown, tuple(entry for entry in ledger.entries if entry.key not in keys)

@@ -55,9 +55,12 @@ class TokenBudgetCompactor(InlineCompactor):
     ``over_target=True``, never hidden.
 
     Agent loops often run one user turn for hundreds of model steps, which a
-    user-turn budget can never compact. ``boundary="model_step"`` makes every
-    model step (an assistant message, with the tool results that answer it) a
-    turn of its own, so the budget keeps whole steps instead.
+    user-turn budget can never compact. With the default ``boundary="auto"``,
+    turns begin at user input while the body holds two user turns or more;
+    when it is a single user turn (an agent run: one instruction, then
+    steps), every model step (an assistant message, with the tool results
+    that answer it) is a turn of its own, so the budget keeps whole steps
+    instead. ``"user_turn"`` and ``"model_step"`` choose one always.
 
     It calls a model only past the trigger, so it may ride inline; each such
     add then blocks for the summary.
@@ -72,8 +75,10 @@ class TokenBudgetCompactor(InlineCompactor):
         summary_tokens: Room reserved for the summary when fitting the target;
             also sent as ``max_tokens`` to the backend unless ``model_options``
             sets it (default: an eighth of the target, at most 4,096).
-        boundary: ``"user_turn"`` (the default: turns begin at user input) or
-            ``"model_step"`` (each assistant message also begins a turn).
+        boundary: ``"auto"`` (the default: user turns, or model steps when
+            the body is a single user turn), ``"user_turn"`` (turns begin at
+            user input) or ``"model_step"`` (each assistant message also
+            begins a turn).
         backoff_adds: Riding inline: after a failed compaction (or a summary
             that was not smaller), the next ``backoff_adds`` adds do not try
             again, doubling with each consecutive failure up to 16 times
@@ -107,7 +112,7 @@ class TokenBudgetCompactor(InlineCompactor):
         keep_recent_tokens: int | None = None,
         target_tokens: float | None = None,
         summary_tokens: int | None = None,
-        boundary: Literal["user_turn", "model_step"] = "user_turn",
+        boundary: Literal["auto", "user_turn", "model_step"] = "auto",
         default_backend: Backend | None = None,
         pin_predicate: PinPredicate = pin_system,
         prompt_template: str | None = None,
@@ -144,8 +149,8 @@ class TokenBudgetCompactor(InlineCompactor):
             raise InvalidArgumentError(msg)
         reserve = min(4_096, max(64, target // 8)) if summary_tokens is None else summary_tokens
         _positive(owner, "summary_tokens", reserve)
-        if boundary not in ("user_turn", "model_step"):
-            msg = f"{owner}: boundary={boundary!r} must be 'user_turn' or 'model_step'"
+        if boundary not in ("auto", "user_turn", "model_step"):
+            msg = f"{owner}: boundary={boundary!r} must be 'auto', 'user_turn' or 'model_step'"
             raise InvalidArgumentError(msg)
         self.boundary = boundary
         self.backoff_adds = validate_backoff(owner, backoff_adds)
@@ -180,15 +185,21 @@ class TokenBudgetCompactor(InlineCompactor):
         table = safe_cut_table(items) if ctx._loose or loop is not None else None
         p = prefix_end(items, self.settings.pin_predicate, table)
         n = len(items)
-        opening = ("user", "assistant") if self.boundary == "model_step" else ("user",)
-        starts = [
-            index
-            for index in range(p, n)
-            if items[index].role in opening
-            and items[index].tool_call_id is None
-            and not isinstance(items[index], Checkpoint)
-            and is_safe_cut(items, index, table, loop=loop)
-        ]
+
+        def turn_starts(opening: tuple[str, ...]) -> list[int]:
+            return [
+                index
+                for index in range(p, n)
+                if items[index].role in opening
+                and items[index].tool_call_id is None
+                and not isinstance(items[index], Checkpoint)
+                and is_safe_cut(items, index, table, loop=loop)
+            ]
+
+        steps = ("user", "assistant")
+        starts = turn_starts(steps if self.boundary == "model_step" else ("user",))
+        if self.boundary == "auto" and len(starts) <= 1:
+            starts = turn_starts(steps)  # one user turn: an agent run, cut at model steps
         if not starts or starts[-1] <= p:
             reason = (
                 "the current turn begins at the pinned prefix, so there is no older dialogue "

@@ -23,6 +23,7 @@ from .calls import MAX_COUNT
 from .checks import _require_str, _text, _tuple_of
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
+from .ledger import Ledger, LedgerEntry, render_entries
 from .reprs import short_repr
 
 if TYPE_CHECKING:
@@ -40,6 +41,19 @@ def _details(value: object) -> tuple[str, ...]:
 
 def _span(value: Iterable[Component]) -> tuple[Component, ...]:
     return _tuple_of(Component, "Checkpoint", "span", value)
+
+
+def _ledger(value: object) -> Ledger:
+    if isinstance(value, Ledger):
+        return value
+    msg = f"Checkpoint: ledger={short_repr(value)} must be a Ledger"
+    raise InvalidArgumentError(msg)
+
+
+def _shown(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return _tuple_of(str, "Checkpoint", "shown", value)
 
 
 def _replaced(_instance: object, _attribute: object, value: Any) -> None:
@@ -69,6 +83,11 @@ class Checkpoint(Component):
             checkpoint among them stands for its own span). Kept by session
             stores, so ``recall`` still works after a restart.
         replaced_count: How many original messages the checkpoint stands for.
+        ledger: The state of the replaced span (:class:`~mellea_ctx.Ledger`),
+            merged with the ledgers of the checkpoints it folded in: typed
+            data, carried by every store and format.
+        shown: The keys of the ledger entries its content shows (the engine
+            picks them within the checkpoint's size); ``None`` shows them all.
 
     Examples:
         >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
@@ -91,6 +110,8 @@ class Checkpoint(Component):
         default=(), kw_only=True, eq=False, hash=False, repr=False, converter=_span
     )
     replaced_count: int = attrs.field(default=0, kw_only=True)
+    ledger: Ledger = attrs.field(factory=Ledger, kw_only=True, converter=_ledger)
+    shown: tuple[str, ...] | None = attrs.field(default=None, kw_only=True, converter=_shown)
     _rendered: str = attrs.field(init=False, eq=False, hash=False, repr=False)
 
     @_rendered.default
@@ -110,10 +131,34 @@ class Checkpoint(Component):
             "",
             self.summary.strip(),
         ]
+        state = render_entries(self.shown_entries())
+        if state:
+            lines += ["", state]
         if self.preserved:
             lines += ["", "Exact details from the summarized messages:"]
             lines += [f"- {detail}" for detail in self.preserved]
         return "\n".join(lines)
+
+    def shown_entries(self) -> list[LedgerEntry]:
+        """The ledger entries the content shows, in session order."""
+        if self.shown is None:
+            return list(self.ledger.entries)
+        keys = set(self.shown)
+        return [entry for entry in self.ledger.entries if entry.key in keys]
+
+    def with_span(self, span: Iterable[Component]) -> Checkpoint:
+        """Return a copy with ``span`` and no replaced handle (how stores rebuild one).
+
+        ``self`` is not modified.
+        """
+        return Checkpoint(
+            self.summary,
+            preserved=self.preserved,
+            replaced_count=self.replaced_count,
+            span=span,
+            ledger=self.ledger,
+            shown=self.shown,
+        )
 
     @property
     def role(self) -> Role:

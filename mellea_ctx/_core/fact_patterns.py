@@ -6,8 +6,8 @@ agent's words give commands in backticks, paths, ids and numbers; a tool
 call's parsed arguments give the files the agent read or edited and the
 commands it ran (never its raw JSON, whose escapes can
 never match a summary verbatim); a tool's output gives only what output is
-good evidence of: commit hashes from git, error lines, test summaries, paths
-and ``prefix-name.N`` ids (not the UUIDs and hex strings of fixture files).
+good evidence of: commit hashes from git, error lines, test summaries and paths
+(not the UUIDs and hex strings of fixture files).
 
 :func:`~mellea_ctx._core.facts.candidates` memoizes what :func:`scan` finds
 (components are immutable, like ``str``'s cached hash), so a chain of
@@ -30,7 +30,7 @@ Candidate = tuple[str, str, int]
 
 _EXTENSIONS = (
     "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|toml|yaml|yml|md|rst|txt|cfg|ini|lock|rs|go|c|h|"
-    "cc|cpp|hpp|java|kt|rb|php|sh|bash|zsh|sql|html|heex|eex|css|scss|csv|xml|ipynb|env|ex|exs|"
+    "cc|cpp|hpp|java|kt|rb|php|sh|bash|zsh|sql|html|css|scss|csv|xml|ipynb|env|ex|exs|"
     "erl|swift|scala|lua|vue|svelte|proto|graphql|tf|dockerfile|mk|gradle|conf|log|output"
 )
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
@@ -49,8 +49,6 @@ _TEXT_ID = re.compile(
     r"|(?<![\w-])(?=[A-Z0-9]*\d)[A-Z](?=[A-Z0-9]*[A-Z][A-Z0-9]*\b)[A-Z0-9]{4,}\b"  # ZFA04Y
     r"|\b[a-z]+_(?=[A-Za-z0-9_]*\d)[A-Za-z0-9_]{4,}\b"  # call_00_x, credit_card_29297
 )
-# Lowercase tracker ids: spotter-fum.1, bd-a1b2.3 (a dotted number makes it an id).
-_DOTTED_ID = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+\b(?![./-]\w)")
 # Commit hashes as git prints them: "[main 3bb8701] msg", "3bb8701 msg" in a
 # --oneline log, "commit 3bb8701...".
 _GIT_COMMIT = re.compile(
@@ -60,20 +58,18 @@ _GIT_COMMIT = re.compile(
     re.M,
 )
 _ERROR_LINE = re.compile(
-    r"^[ \t]*(?:\*\* \([\w.]+\).*"  # Elixir: ** (CompileError) ...
-    r"|(?:error|fatal|ERROR|FATAL)(?:\[\w+\])?: .+"
-    r"|(?:[A-Z]\w*(?:Error|Exception)|Traceback \(most recent call last\)):.*"
-    r"|FAILED .+"
-    r"|.*\[[FWRDC]\] [^\n]*(?:nested too deep|too complex|should|is not|unused).*)$",
+    r"^[ \t]*(?:(?:error|fatal|ERROR|FATAL|panic)(?:\[[\w-]+\])?: .+"
+    r"|(?:[\w.]*(?:Error|Exception)|Traceback \(most recent call last\)):.*"
+    r"|FAILED .+)$",
     re.M,
 )
 _TEST_RESULT = re.compile(
-    r"\b\d+ (?:tests?|doctests?|properties|property|examples?|specs?), \d+ failures?\b[^\n]*"
+    r"\b\d+ (?:tests?|examples?|specs?), \d+ failures?\b[^\n]*"
     r"|\b\d+ (?:passed|failed)(?:, \d+ (?:passed|failed|skipped|errors?|warnings?))*"
     r"(?: in [\d.]+s)?"
     r"|\bRan \d+ tests? in [\d.]+s"
     r"|\bTests: +\d+[^\n]*total"
-    r"|\bfound no issues\b|\bfound \d+ (?:issues?|refactoring opportunit(?:y|ies)|warnings?)\b"
+    r"|\bfound no issues\b|\bfound \d+ (?:issues?|warnings?)\b"
 )
 _QUANTITY = re.compile(
     r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?)"
@@ -82,8 +78,8 @@ _QUANTITY = re.compile(
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?(?: [a-z]{3,})?"  # 4,812 invoices
 )
 _INLINE_CODE = re.compile(r"`([^`\n]{3,200})`")
-# A code symbol in backticks: `transcript_row_classes/3`, `Mod.fun`, `helper()`.
-_SYMBOL = re.compile(r"^[A-Za-z_][\w.!?]*(?:/\d+|\(\))$|^[a-z]\w*_\w+$|^[A-Z]\w*\.[a-z_]\w*$")
+# A code symbol in backticks: `helper()`, `Mod.fun`, `snake_name`.
+_SYMBOL = re.compile(r"^[A-Za-z_][\w.!?]*\(\)$|^[a-z]\w*_\w+$|^[A-Z]\w*\.[a-z_]\w*$")
 # A sentence of the agent's own that reports a failure.
 _FAILURE = re.compile(
     r"\b(?:errors?|fail(?:s|ed|ing|ure)?|undefined|too deep|too complex|crash(?:es|ed)?|"
@@ -180,8 +176,6 @@ def _prose(text: str, weight: int) -> Iterator[Candidate]:
         yield "id", match.group(0), weight
     for match in _TEXT_ID.finditer(text):
         yield "id", match.group(0), weight
-    for match in _DOTTED_ID.finditer(text):
-        yield "id", match.group(0), weight
     for match in _TEST_RESULT.finditer(text):
         yield "result", match.group(0).rstrip(" .,;:"), weight
     for match in _QUANTITY.finditer(text):
@@ -229,8 +223,6 @@ def _output(text: str) -> Iterator[Candidate]:
         yield "error", line[:200].rstrip(), _OUTPUT
     for match in _TEST_RESULT.finditer(text):
         yield "result", match.group(0).rstrip(" .,;:"), _CALL
-    for match in _DOTTED_ID.finditer(text):
-        yield "id", match.group(0), _OUTPUT
     yield from _paths_and_urls(text, _OUTPUT, urls=False)
 
 
@@ -250,7 +242,5 @@ def _arguments(raw: str) -> Iterator[Candidate]:
         elif key in _COMMAND_KEYS:
             yield "command", command_text(value), _CALL
             yield from _paths_and_urls(value, _OUTPUT)
-            for match in _DOTTED_ID.finditer(value):
-                yield "id", match.group(0), _AGENT
         elif key not in _CONTENT_KEYS:
             yield from _prose(value, _AGENT)

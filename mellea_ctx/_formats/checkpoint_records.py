@@ -9,6 +9,7 @@ so any chain that can be built can be written and read back.
 The record of a checkpoint is::
 
     {"kind": "checkpoint", "summary": ..., "preserved": [...], "replaced_count": n,
+     "ledger": [{"kind": ..., "key": ..., "value": ...}, ...], "shown": [key, ...],
      "span": [<record>, {"kind": "ref", "checkpoint": 0}, ...],
      "checkpoints": [{"summary": ..., "preserved": [...], "replaced_count": n,
                       "span": [...]}, ...]}
@@ -33,6 +34,7 @@ from typing import Any, TypeGuard
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.exceptions import InvalidComponentError
+from .._core.ledger import Ledger
 from .._core.reprs import short_repr
 
 __all__ = ["chain", "checkpoint_from_record", "checkpoint_to_record"]
@@ -85,12 +87,17 @@ def _entry(checkpoint: Checkpoint, index: Mapping[int, int], leaf: LeafWriter) -
         {"kind": "ref", "checkpoint": index[id(c)]} if _folded(c) else leaf(c)
         for c in checkpoint.span
     ]
-    return {
+    entry: dict[str, Any] = {
         "summary": checkpoint.summary,
         "preserved": list(checkpoint.preserved),
         "replaced_count": checkpoint.replaced_count,
         "span": span,
     }
+    if checkpoint.ledger:
+        entry["ledger"] = checkpoint.ledger.to_records()
+    if checkpoint.shown is not None:
+        entry["shown"] = list(checkpoint.shown)
+    return entry
 
 
 def checkpoint_to_record(checkpoint: Checkpoint, leaf: LeafWriter) -> dict[str, Any]:
@@ -156,11 +163,17 @@ def _build(
             span.append(table[at])
         else:
             span.append(leaf(item))
+    try:
+        ledger = Ledger.from_records(record.get("ledger", []))
+    except ValueError as exc:
+        raise _damaged("ledger is not a list of entries:", record.get("ledger")) from exc
     return Checkpoint(
         record["summary"],
         preserved=record.get("preserved", ()),
         replaced_count=record.get("replaced_count", 0),
         span=span,
+        ledger=ledger,
+        shown=record.get("shown"),
     )
 
 

@@ -198,9 +198,7 @@ def _storable(owner: str, components: tuple[Component, ...], known: _Known) -> N
             try:
                 for node in chain(component, lambda c: known.get(c) is not None):
                     plain = [c for c in node.span if type(c) is not Checkpoint]
-                    dump_records(
-                        owner, [Checkpoint(node.summary, preserved=node.preserved, span=plain)]
-                    )
+                    dump_records(owner, [node.with_span(plain)])
                 continue
             except InvalidComponentError:
                 pass  # found one: name it as the other stores do, below
@@ -247,9 +245,7 @@ def _normal_checkpoint(checkpoint: Checkpoint, known: _Known) -> Checkpoint:
         return found
     for node in chain(checkpoint, is_known):
         span = [normal(c) for c in node.span]
-        fresh = Checkpoint(
-            node.summary, preserved=node.preserved, replaced_count=node.replaced_count, span=span
-        )
+        fresh = node.with_span(span)
         known.put(node, fresh)
     done = known.get(checkpoint)
     assert done is not None

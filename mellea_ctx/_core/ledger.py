@@ -1,0 +1,1111 @@
+"""The session ledger: typed state derived from components, carried by every checkpoint.
+
+A summary is prose for the model; the ledger is data for us. Each
+:class:`LedgerEntry` has a kind (a user's rule, constraint or preference, a
+decision, the goal and next step, a fact from a tool result, a file, a
+command and its outcome, a test run, an error, a commit), a key, a value, the
+component it came from, and the values it superseded. An entry whose key an
+earlier entry already has replaces it: the ledger holds current values, and
+the old ones only as history.
+
+Derivation is deterministic and reads data shapes, not one project's words:
+the user's sentences by the words that make a rule ("never", "always",
+"must", "do not", "only", "at most", a limit with an amount or a date) or a
+label (``RULE:``, ``Constraint:``, ``Goal:``), with the value kept inside its
+rule; tool calls by their parsed arguments (paths, commands); tool results
+by their structure (JSON objects by field names and values; exit codes, test
+summaries, error lines and commits as the common tools print them); agents
+that send observations as user messages and commands in code fences
+(SWE-agent, mini-swe-agent, aider-style chats) by that shape. Chained
+checkpoints merge their ledgers (:meth:`Ledger.merge`); nothing is ever
+re-derived from a summary's prose. See docs/summarization.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, get_args
+
+import attrs
+
+if TYPE_CHECKING:
+    from .components import Component
+
+__all__ = ["Ledger", "LedgerEntry", "LedgerKind", "derive_ledger", "render_entries", "strip_label"]
+
+LedgerKind = Literal[
+    "rule",
+    "constraint",
+    "preference",
+    "goal",
+    "next_step",
+    "decision",
+    "error",
+    "test",
+    "fact",
+    "file",
+    "commit",
+    "command",
+    "finding",
+]
+KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
+
+# How many superseded values an entry keeps.
+_HISTORY = 3
+_MAX_VALUE = 300
+# A JSON object's fields, shown as one fact, are cut at this length.
+_MAX_JSON = 320
+
+
+def _kind(value: object) -> LedgerKind:
+    if value not in KINDS:
+        msg = f"LedgerEntry: kind={value!r} must be one of {', '.join(KINDS)}"
+        raise ValueError(msg)
+    return value
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(str(item) for item in value)
+
+
+@attrs.define(frozen=True, slots=True)
+class LedgerEntry:
+    """One piece of state: what it is, its key, its current value, and what it replaced.
+
+    Attributes:
+        kind: What sort of state it is.
+        key: Its identity: a later entry with the same key supersedes this one.
+        value: The current value, as shown to the model.
+        source: Which component it came from (``user``, ``assistant``,
+            ``tool <name>``, ``call <name>``).
+        index: Its position in the session (later entries have larger ones).
+        superseded: Earlier values of the same key, oldest first.
+        state: ``open`` or ``resolved`` for an error, ``passed`` or ``failed``
+            for a test or command, ``read`` or ``modified`` for a file; else empty.
+
+    Examples:
+        >>> LedgerEntry("constraint", "budget", "Never exceed $500 without approval.").value
+        'Never exceed $500 without approval.'
+    """
+
+    kind: LedgerKind = attrs.field(converter=_kind)
+    key: str
+    value: str
+    source: str = ""
+    index: int = 0
+    superseded: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    state: str = ""
+
+    def to_record(self) -> dict[str, object]:
+        """Return the entry as a JSON-able mapping (what stores and files hold)."""
+        record: dict[str, object] = {"kind": self.kind, "key": self.key, "value": self.value}
+        if self.source:
+            record["source"] = self.source
+        if self.index:
+            record["index"] = self.index
+        if self.superseded:
+            record["superseded"] = list(self.superseded)
+        if self.state:
+            record["state"] = self.state
+        return record
+
+    @classmethod
+    def from_record(cls, record: object) -> LedgerEntry:
+        """Read an entry written by :meth:`to_record`.
+
+        Raises:
+            ValueError: For a record that is not one.
+        """
+        if not isinstance(record, dict) or not all(
+            isinstance(record.get(name), str) for name in ("kind", "key", "value")
+        ):
+            msg = f"ledger entry record {record!r:.120} must have string kind, key and value"
+            raise ValueError(msg)
+        index = record.get("index", 0)
+        superseded = record.get("superseded", [])
+        if not isinstance(index, int) or not isinstance(superseded, list):
+            msg = f"ledger entry record {record!r:.120} has a bad index or superseded list"
+            raise ValueError(msg)
+        return cls(
+            record["kind"],
+            record["key"],
+            record["value"],
+            source=str(record.get("source", "")),
+            index=index,
+            superseded=superseded,
+            state=str(record.get("state", "")),
+        )
+
+
+def _entries(value: Iterable[LedgerEntry]) -> tuple[LedgerEntry, ...]:
+    entries = tuple(value)
+    for entry in entries:
+        if not isinstance(entry, LedgerEntry):
+            msg = f"Ledger: entries must be LedgerEntry values, got {entry!r:.80}"
+            raise ValueError(msg)
+    return entries
+
+
+@attrs.define(frozen=True, slots=True)
+class Ledger:
+    """Current state, one entry per key, in the order keys were last set.
+
+    Returns new ledgers from every operation; a ledger is never modified.
+
+    Examples:
+        >>> first = Ledger().add(LedgerEntry("fact", "deadline", "deadline is 2026-11-15"))
+        >>> later = first.add(LedgerEntry("fact", "deadline", "deadline is 2026-12-01"))
+        >>> [(e.value, e.superseded) for e in later.entries]
+        [('deadline is 2026-12-01', ('deadline is 2026-11-15',))]
+    """
+
+    entries: tuple[LedgerEntry, ...] = attrs.field(default=(), converter=_entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def get(self, key: str) -> LedgerEntry | None:
+        """The current entry for ``key``, or ``None``."""
+        for entry in self.entries:
+            if entry.key == key:
+                return entry
+        return None
+
+    def add(self, entry: LedgerEntry) -> Ledger:
+        """Return a ledger with ``entry`` added; it supersedes an entry with its key."""
+        return self.merge(Ledger((entry,)))
+
+    def merge(self, later: Ledger | Iterable[LedgerEntry]) -> Ledger:
+        """Return this ledger updated by ``later``'s entries, which come after it.
+
+        An entry of ``later`` with a key already here supersedes it: the value
+        is the later one and the earlier values move to ``superseded``. An
+        error whose command later succeeded is marked resolved (see
+        :func:`derive_ledger`). ``self`` is not modified.
+        """
+        current: dict[str, LedgerEntry] = {entry.key: entry for entry in self.entries}
+        base = max((entry.index for entry in self.entries), default=0)
+        incoming = later.entries if isinstance(later, Ledger) else tuple(later)
+        for entry in incoming:
+            index = max(entry.index, base + 1)
+            base = index
+            old = current.pop(entry.key, None)
+            if old is not None and old.kind == "file" and old.state != "read" == entry.state:
+                entry = old  # reading a file again leaves its latest state "modified"
+            if old is not None:
+                history = old.superseded + entry.superseded
+                if old.value != entry.value:
+                    history += (old.value,)
+                entry = attrs.evolve(entry, superseded=history[-_HISTORY:], index=index)
+            else:
+                entry = attrs.evolve(entry, index=index)
+            if entry.kind in ("command", "test") and entry.state == "passed":
+                _resolve(current, entry.key)
+            current[entry.key] = entry
+        return Ledger(sorted(current.values(), key=lambda e: e.index))
+
+    def current(self, *kinds: LedgerKind) -> list[LedgerEntry]:
+        """The entries of ``kinds`` (all when none is given), oldest first."""
+        return [e for e in self.entries if not kinds or e.kind in kinds]
+
+    def to_records(self) -> list[dict[str, object]]:
+        """The entries as JSON-able mappings."""
+        return [entry.to_record() for entry in self.entries]
+
+    @classmethod
+    def from_records(cls, records: object) -> Ledger:
+        """Read a ledger written by :meth:`to_records`.
+
+        Raises:
+            ValueError: For records that are not a list of entry records.
+        """
+        if not isinstance(records, list):
+            msg = f"ledger records {records!r:.80} must be a list"
+            raise ValueError(msg)
+        return cls(LedgerEntry.from_record(record) for record in records)
+
+
+def _resolve(current: dict[str, LedgerEntry], command_key: str) -> None:
+    """Mark open errors raised by a command resolved: a later run of it passed."""
+    command = ": " + command_key.split(":", 1)[1]
+    for key, entry in list(current.items()):
+        if entry.kind == "error" and entry.state == "open" and entry.source.endswith(command):
+            current[key] = attrs.evolve(entry, state="resolved")
+
+
+# --- derivation ------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
+# A leading label: "SAFETY RULE:", "Hard constraint:", "Goal:", "Note -".
+_LABEL = re.compile(r"^\s*(?:\*\*)?([A-Za-z][A-Za-z _/-]{1,30}?)(?:\*\*)?\s*:\s+(?=\S)")
+_LABEL_KINDS: tuple[tuple[re.Pattern[str], LedgerKind], ...] = (
+    (re.compile(r"\b(?:rule|policy|safety|security|never)\b", re.I), "rule"),
+    (re.compile(r"\b(?:constraint|limit|requirement|budget|deadline|must)\b", re.I), "constraint"),
+    (re.compile(r"\b(?:preference|prefer|style)\b", re.I), "preference"),
+    (re.compile(r"\b(?:decision|decided|agreed)\b", re.I), "decision"),
+    (re.compile(r"\bnext(?: step)?\b", re.I), "next_step"),
+    (re.compile(r"\b(?:goal|task|objective|state|status|todo|plan)\b", re.I), "goal"),
+    (re.compile(r"\b(?:fact|note|info|context)\b", re.I), "fact"),
+)
+_RULE = re.compile(
+    r"\b(?:never|always|do not|don't|must not|mustn't|under no circumstances|"
+    r"forbidden|not allowed|prohibited|stop and)\b",
+    re.I,
+)
+_CONSTRAINT = re.compile(
+    r"(?:^|[.;:] )only\b|\b(?:must|required?|make sure|ensure|at most|at least|no more than|"
+    r"no later than|no external|without|limit|cap|ceiling|budget|deadline|due|"
+    r"(?:keep|stay)\b[^.;]{0,60}\b(?:under|below|within|above|at or below))\b",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:prefer(?:s|red)?|i(?:'d| would) rather|i like|i want|user wants|"
+    r"please (?:use|make|keep)|style|tone)\b",
+    re.I,
+)
+_DECISION = re.compile(
+    r"\b(?:agreed|decided|decision|settled on|go with|stick with|switch to|instead of|"
+    r"let's|we(?:'ll| will| use| keep| drop| pin))\b",
+    re.I,
+)
+_NEXT = re.compile(
+    r"\b(?:next step(?: is)?|next,? (?:i|we)(?:'ll| will)|then (?:i|we)(?:'ll| will)|"
+    r"(?:i|we)(?:'ll| will) now|now (?:i|we)(?:'ll| will| need to))\b",
+    re.I,
+)
+_FINDING = re.compile(
+    r"\b(?:root cause|the (?:bug|issue|problem) (?:is|was)|found (?:that|the)|turns out|"
+    r"(?:is|was) caused by|fixed|resolved|the fix)\b",
+    re.I,
+)
+# A sentence about what the agent is going to do, not what it found.
+_PLAN = re.compile(r"(?:let me|let's|i'll|i will|i need|now|actually|first|next|then)\b", re.I)
+_UPDATE = re.compile(
+    r"\b(?:update|updated|now|changed?|moved?|from now on|rotated|rotation|switched|new|"
+    r"no longer|instead|rather|rebased|replaces?|replaced|revised|anymore)\b",
+    re.I,
+)
+_AMOUNT = re.compile(
+    r"[$€£]\s?\d[\d,]*(?:\.\d+)?[kKmM]?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|euros)\b"
+    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twenty|fifty)"
+    r"(?: (?:hundred|thousand|million))+(?: dollars| euros)?\b",
+    re.I,
+)
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b"
+    rf"|\b\d{{1,2}} (?:{_MONTHS})(?: \d{{4}})?\b|\b\d{{2}}-\d{{2}}\b",
+    re.I,
+)
+# An id: letters and digits mixed (2FBBAH, HAT001, spike-fum.3, abcde-12, PROJ-123), a hash.
+_ID = re.compile(
+    r"(?<![\w/.-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]{3,40}[A-Za-z0-9](?![\w/])"
+)
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+_PERSON = re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "this",
+        "that",
+        "with",
+        "from",
+        "by",
+        "as",
+        "all",
+        "any",
+        "our",
+        "your",
+        "my",
+        "we",
+        "you",
+        "i",
+        "they",
+        "them",
+        "their",
+        "its",
+        "not",
+        "no",
+        "now",
+        "new",
+        "from",
+        "on",
+        "into",
+        "onto",
+        "until",
+        "than",
+        "then",
+        "there",
+        "here",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "should",
+        "can",
+        "could",
+        "must",
+        "never",
+        "always",
+        "only",
+        "please",
+        "keep",
+        "use",
+        "make",
+        "get",
+        "set",
+        "also",
+        "still",
+        "just",
+        "more",
+        "most",
+        "very",
+        "so",
+        "such",
+        "each",
+        "every",
+        "one",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "why",
+        "do",
+        "does",
+        "did",
+        "done",
+        "doing",
+        "going",
+        "been",
+        "being",
+    ]
+)
+# Concepts that several words name: two statements about the same concept in
+# different words can be the same state. Common English of sessions, not any
+# one project's vocabulary.
+_CONCEPTS: dict[str, tuple[str, ...]] = {
+    "money": (
+        "budget",
+        "spend",
+        "spending",
+        "spent",
+        "cost",
+        "costs",
+        "expense",
+        "expenses",
+        "ceiling",
+        "cap",
+        "price",
+        "limit",
+        "dollars",
+        "allowance",
+    ),
+    "date": (
+        "deadline",
+        "date",
+        "due",
+        "ship",
+        "ships",
+        "launch",
+        "release",
+        "timing",
+        "scheduled",
+        "schedule",
+        "freeze",
+        "eta",
+    ),
+    "owner": (
+        "owner",
+        "owns",
+        "on-call",
+        "oncall",
+        "pager",
+        "support",
+        "duty",
+        "escalation",
+        "rotation",
+        "reviewer",
+        "approver",
+        "assignee",
+        "responsible",
+        "belongs",
+        "handling",
+    ),
+    "name": ("codename", "called", "calling", "label", "designated", "alias", "renamed"),
+    "timezone": (
+        "timezone",
+        "utc",
+        "gmt",
+        "pacific",
+        "eastern",
+        "central",
+        "clocks",
+        "timestamp",
+        "timestamps",
+    ),
+    "branch": ("branch", "rebased", "rebase", "checkout", "checked"),
+    "style": (
+        "answers",
+        "responses",
+        "replies",
+        "tone",
+        "style",
+        "terse",
+        "verbose",
+        "playful",
+        "formal",
+        "units",
+        "measurements",
+    ),
+    "secret": ("code", "password", "passcode", "secret", "token", "key", "credentials"),
+}
+_CONCEPT_OF = {word: concept for concept, words in _CONCEPTS.items() for word in words}
+# A concept that holds one value at a time for the whole session: a later
+# statement about it replaces the earlier one whatever it is scoped to.
+_SINGLE = frozenset({"timezone", "style", "branch", "name"})
+
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.S)
+_EXIT = re.compile(
+    r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode|status code)"
+    r"\W{0,3}(-?\d{1,3})\b",
+    re.I,
+)
+_ERROR_LINE = re.compile(
+    r"^[ \t]*(?:[\w.]*(?:Error|Exception|Failure)\b(?:\[\w+\])?:? .{0,300}"
+    r"|(?:error|fatal|ERROR|FATAL|panic)(?:\[[\w-]+\])?: .{1,300}"
+    r"|E {2,}\S.{0,300}"
+    r"|FAILED \S.{0,300})$",
+    re.M,
+)
+_TEST = re.compile(
+    r"\b\d+ (?:passed|failed)(?:, \d+ (?:passed|failed|skipped|errors?|warnings?|xfailed|xpassed))*"
+    r"(?: in [\d.]+s)?"
+    r"|\bRan \d+ tests? in [\d.]+s"
+    r"|^(?:OK|FAILED)(?: \([^)\n]*\))?$"
+    r"|\btest result: \w+\. \d+ passed; \d+ failed[^\n]*"
+    r"|\bTests?: +\d+[^\n]*total"
+    r"|\b\d+ (?:tests?|examples?|specs?), \d+ failures?[^\n]*"
+    r"|^(?:ok|FAIL|---) +\S+(?: +[\d.]+s)?$",
+    re.M,
+)
+_ERROR_WORDS = re.compile(r"rror|xception|ailure|atal|FATAL|panic|^E {2}|FAILED", re.M)
+# A cheap look for the words every test summary has, before the full pattern runs.
+_TEST_WORDS = re.compile(r"passed|failed|failures?\b|Ran \d|^(?:OK|FAILED|ok|FAIL)\b|Tests?:", re.M)
+_FAILING = re.compile(r"\b(?:[1-9]\d* failed|failures?=\d|FAILED|FAIL\b|[1-9]\d* failures?)")
+_COMMIT = re.compile(
+    r"^\[[\w./+-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\] ([^\n]*)$|^commit ([0-9a-f]{40})\b",
+    re.M,
+)
+_PATH_KEYS = frozenset({"file_path", "path", "notebook_path", "filename", "file", "target_file"})
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "code"})
+_WRITES = re.compile(r"(?:edit|write|create|replace|patch|insert|apply|str_replace|update)", re.I)
+_READS = re.compile(r"(?:read|view|open|cat|show|get|glob|grep|search|find|list)", re.I)
+_WRITE_COMMANDS = re.compile(
+    r"^(?:edit|create|write|insert|str_replace|sed -i|apply_patch|patch)\b"
+)
+# A JSON field worth keeping, by its name.
+_FIELD = re.compile(
+    r"(?:^|_)(?:id|ids|number|num|code|status|state|date|time|at|amount|price|total|balance|"
+    r"cost|fee|name|email|phone|type|class|origin|destination|city|count|quantity|method|"
+    r"tier|membership|level|reason|result|error|message|title|version|url|sha|branch)$",
+    re.I,
+)
+_ID_FIELD = re.compile(r"(?:^|_)(?:id|number|code|sha)$", re.I)
+_LONG_COMMAND = 200
+# Cheap looks before the full patterns run: a line that could be a statement, a text
+# that could hold a next step or a finding.
+# Words one of the statement patterns needs (lowercase substrings): a line with none
+# of them, no label, no amount and no date is passed over with substring looks only.
+_STATEMENT_KEYS = (
+    "never", "always", "not", "n't", "must", "only", "requir", "sure", "at most", "at least",
+    "no more", "no later", "without", "limit", "cap", "ceiling", "budget", "deadline", "due",
+    "keep", "stay", "prefer", "rather", "like", "want", "please", "style", "tone", "agree",
+    "decid", "decision", "settled", "go with", "stick with", "switch", "instead", "let's",
+    "we'll", "we will", "we use", "we keep", "we drop", "we pin", "updat", "now", "chang",
+    "move", "rotat", "new", "no longer", "rebas", "replac", "revis", "anymore", "forbidden",
+    "prohibited", "allowed", "stop and", "dollar", "euro", "hundred", "thousand", "$", "€",
+    "£", "utc", "gmt", "pacific", "eastern", "central", "clock", "timestamp", "timezone",
+    "branch", "checkout", "checked", "codename", "called", "calling", "label", "designated",
+    "alias", "renamed", "answers", "responses", "replies", "terse", "verbose", "playful",
+    "formal", "units", "measurements",
+)  # fmt: skip
+_MONTH_WORDS = frozenset(_MONTHS.split("|"))
+
+
+def _maybe_statement(line: str) -> bool:
+    """Whether ``line`` could hold a statement (cheap: substring looks, one anchored match)."""
+    low = line.lower()
+    if any(key in low for key in _STATEMENT_KEYS) or _LABEL.match(line):
+        return True
+    if any(ch.isdigit() for ch in line) and ("-" in line or "/" in line):
+        return True  # a date, maybe
+    return any(word.strip(".,;:") in _MONTH_WORDS for word in low.split())
+
+
+_AGENT_WORDS = re.compile(f"{_NEXT.pattern}|{_FINDING.pattern}", re.I)
+
+
+def _mask(text: str) -> str:
+    """A statement's identity with its values masked: the same rule with a new value matches."""
+    key = text.lower()
+    key = _DATE.sub("<date>", key)
+    key = _AMOUNT.sub("<amount>", key)
+    key = re.sub(r"\b[0-9a-f]{7,40}\b", "<hash>", key)
+    key = _NUMBER.sub("<n>", key)
+    return " ".join(key.split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _strip_label(text: str) -> tuple[LedgerKind | None, str]:
+    match = _LABEL.match(text)
+    if match is None:
+        return None, text
+    label = match.group(1)
+    for pattern, kind in _LABEL_KINDS:
+        if pattern.search(label):
+            return kind, text[match.end() :].strip()
+    return None, text
+
+
+def _statement_kind(text: str) -> LedgerKind | None:
+    if _RULE.search(text):
+        return "rule"
+    if _PREFERENCE.search(text):
+        return "preference"
+    if _CONSTRAINT.search(text) or (
+        (_AMOUNT.search(text) or _DATE.search(text)) and _UPDATE.search(text)
+    ):
+        return "constraint"
+    if _DECISION.search(text):
+        return "decision"
+    return None
+
+
+def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
+    """The user's rules, constraints, preferences, decisions and facts in ``text``.
+
+    A line is one statement when it is short: "Budget cap is $500. Never exceed
+    it without approval." keeps its value inside its rule.
+    """
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("-*• ").strip()
+        if len(line) < 8 or not _maybe_statement(line):
+            continue
+        labelled, body = _strip_label(line)
+        pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
+        for piece in pieces:
+            piece = piece.strip()
+            if not 8 <= len(piece) <= _MAX_VALUE or piece.endswith("?"):
+                continue
+            kind = labelled or _statement_kind(piece)
+            if kind is None and (
+                _DATE.search(piece)
+                or _AMOUNT.search(piece)
+                or (_UPDATE.search(piece) and _concepts(piece))
+                or (_concepts(piece) & _SINGLE and not _CODE.search(piece))
+            ):
+                kind = "fact"  # a value, or an update of one: its key may give it its kind
+            if kind is not None:
+                yield kind, piece
+
+
+def strip_label(text: str) -> str:
+    """``text`` without a leading label a ledger kind is read from ("SAFETY RULE: ...")."""
+    return _strip_label(text.strip())[1]
+
+
+def _concepts(text: str) -> set[str]:
+    low = text.lower()
+    found = {_CONCEPT_OF[w] for w in re.findall(r"[a-z][a-z-]+", low) if w in _CONCEPT_OF}
+    if _AMOUNT.search(text):
+        found.add("money")
+    return found
+
+
+def _value_types(text: str) -> set[str]:
+    """What sorts of value a statement carries: an update replaces a value of its own sort."""
+    found = set()
+    for name, pattern in (("date", _DATE), ("amount", _AMOUNT), ("person", _PERSON)):
+        if pattern.search(text):
+            found.add(name)
+    if re.search(r"\w/\w", text):
+        found.add("path")
+    elif _ID.search(text):
+        found.add("id")
+    return found
+
+
+class _Keys:
+    """Chooses the key of a user statement: the same state said again (or updated) shares one."""
+
+    def __init__(self) -> None:
+        self.known: list[tuple[str, str, set[str], set[str]]] = []  # key, masked, words, concepts
+        self.kinds: dict[str, LedgerKind] = {}
+        self.types: list[set[str]] = []  # the sorts of value each known statement carries
+
+    def key(self, kind: LedgerKind, text: str) -> str:
+        masked = _mask(text)
+        for key, known_mask, _, _ in self.known:
+            if known_mask == masked:
+                return key
+        words = {_stem(w) for w in _words(text)}
+        concepts = _concepts(text)
+        key = f"{kind}:{masked[:80]}"
+        types: set[str] | None = None
+        if _UPDATE.search(text) or concepts & _SINGLE:
+            types = _value_types(text)
+            best: tuple[int, int] | None = None
+            for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
+                shared = concepts & known_concepts
+                if not shared:
+                    continue
+                if not _UPDATE.search(text) and not shared & _SINGLE:
+                    continue
+                overlap = len(words & known_words)
+                single = bool(shared & _SINGLE)
+                if not single and overlap == 0:
+                    continue
+                same_type = bool(types & self.types[position])
+                score = 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
+                if best is None or (score, position) >= best:
+                    best = (score, position)
+                    key = known_key
+        self.known.append((key, masked, words, concepts))
+        self.types.append(types if types is not None else _value_types(text))
+        return key
+
+    def remember(self, key: str, text: str) -> None:
+        """Know an entry carried by an earlier checkpoint, so an update can supersede it."""
+        self.known.append((key, _mask(text), {_stem(w) for w in _words(text)}, _concepts(text)))
+        self.types.append(_value_types(text))
+
+
+def _command(text: str) -> str:
+    line = text.strip().split("\n", 1)[0].strip()
+    if len(line) <= _LONG_COMMAND:
+        return line
+    cut = line.rfind(" ", 0, _LONG_COMMAND)
+    return line[: cut if cut > 0 else _LONG_COMMAND].rstrip()
+
+
+def _fenced_commands(text: str) -> list[str]:
+    commands: list[str] = []
+    for match in _FENCE.finditer(text):
+        body = match.group(1).strip()
+        if body and len(body.splitlines()) <= 40:
+            commands.append(_command(body))
+    return commands
+
+
+def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int = 0) -> None:
+    if len(out) >= 40 or depth > 4:
+        return
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _flatten(item, f"{prefix}.{name}" if prefix else str(name), out, depth + 1)
+    elif isinstance(value, list):
+        for position, item in enumerate(value[:8]):
+            _flatten(item, f"{prefix}[{position}]", out, depth + 1)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        field = prefix.rsplit(".", 1)[-1].split("[", 1)[0]
+        text = str(value)
+        # A field named for state (an id, a status, a date, an amount, a name), or a
+        # value that is a number or holds one (a price, a code); not free prose.
+        valued = isinstance(value, (int, float)) or (
+            any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+        )
+        if (valued or _FIELD.search(field)) and 0 < len(text) <= 60:
+            out.append((field or prefix, text))
+
+
+def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
+    """Facts from a JSON tool result: one entry per object, keyed by its id."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return
+    objects = data if isinstance(data, list) else [data]
+    for item in objects[:20]:
+        if not isinstance(item, dict):
+            continue
+        fields: list[tuple[str, str]] = []
+        _flatten(item, "", fields)
+        if not fields:
+            continue
+        anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
+        value = ", ".join(f"{name}={text}" for name, text in fields)
+        if len(value) > _MAX_JSON:
+            value = value[:_MAX_JSON].rsplit(", ", 1)[0] + ", …"
+        # One of many objects is a listing (search results); an object alone was looked up.
+        state = "listed" if len(objects) > 1 else ""
+        yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
+
+
+def _output_entries(
+    text: str, source: str, command: str | None, is_error: bool
+) -> Iterator[LedgerEntry]:
+    """Entries from a tool's output (or an observation sent as a user message)."""
+    yield from _json_facts(text, source)
+    origin = f"{source}: {command}" if command else source
+    errors = (
+        [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
+        if _ERROR_WORDS.search(text)
+        else []
+    )
+    for line in dict.fromkeys(errors[-3:]):
+        yield LedgerEntry("error", f"error:{_mask(line)[:120]}", line, source=origin, state="open")
+    tests = [m.group(0).strip() for m in _TEST.finditer(text)] if _TEST_WORDS.search(text) else []
+    failed = False
+    if tests:
+        summary = tests[-1]
+        failed = bool(_FAILING.search(summary))
+        target = command or source
+        yield LedgerEntry(
+            "test",
+            f"test:{target}",
+            summary,
+            source=origin,
+            state="failed" if failed else "passed",
+        )
+    for match in _COMMIT.finditer(text) if "commit " in text or "] " in text else ():
+        sha = match.group(1) or match.group(3)
+        message = (match.group(2) or "").strip()[:80]  # the subject, however long it runs
+        yield LedgerEntry("commit", f"commit:{sha}", f"{sha} {message}".strip(), source=source)
+    if command is not None:
+        exit_code = _EXIT.search(text)
+        if exit_code is not None:
+            code = int(exit_code.group(1))
+            state = "passed" if code == 0 else "failed"
+            outcome = f"exit {code}"
+        elif is_error or failed or errors:
+            state, outcome = "failed", "failed"
+        else:
+            state, outcome = "passed", "ok"
+        yield LedgerEntry(
+            "command", f"command:{command}", f"{command} → {outcome}", source=source, state=state
+        )
+
+
+def derive_ledger(components: Sequence[Component]) -> Ledger:
+    """Return the ledger of ``components``: their state, later values superseding earlier ones.
+
+    An earlier :class:`~mellea_ctx.Checkpoint` among them contributes its own
+    ledger (merged, never re-derived from its summary). Deterministic: the
+    same components always give the same ledger.
+
+    Examples:
+        >>> from mellea_ctx import Message
+        >>> said = [Message("user", "Never exceed $500 without explicit approval."),
+        ...         Message("user", "Update: never exceed $800 without explicit approval.")]
+        >>> [(e.kind, e.value, e.superseded) for e in derive_ledger(said).entries]
+        [('rule', 'Update: never exceed $800 without explicit approval.', \
+('Never exceed $500 without explicit approval.',))]
+    """
+    from .checkpoint import Checkpoint  # here: checkpoint imports this module
+
+    ledger = Ledger()
+    keys = _Keys()
+    calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
+    pending: list[str] = []  # commands in code fences, awaiting an observation
+    fenced_agent = False
+    found: list[LedgerEntry] = []
+    mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
+    for component in components:
+        if isinstance(component, Checkpoint):
+            ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
+            found, mentions = [], []
+            for entry in component.ledger.entries:
+                if entry.source == "user" and entry.kind not in ("goal", "next_step"):
+                    keys.remember(entry.key, entry.value)
+                    keys.kinds.setdefault(entry.key, entry.kind)
+            continue
+        if component.tool_call_id is not None:
+            name, command = calls.get(component.tool_call_id, (component.name or "tool", None))
+            found += _output_entries(component.content, f"tool {name}", command, component.is_error)
+            _defines(found, component.tool_call_id, component.content)
+            continue
+        text = component.content or ""
+        if component.role == "user":
+            if fenced_agent and pending:
+                # SWE-agent, mini-swe-agent: the observation of the agent's last command.
+                command = pending[-1]
+                pending.clear()
+                found += _output_entries(text, "observation", command, False)
+                continue
+            if fenced_agent:
+                found += _output_entries(text, "observation", None, False)
+                continue
+            for kind, statement in _statements(text):
+                key = keys.key(kind, statement)
+                if kind == "fact":  # an update keeps the kind of what it updates
+                    kind = keys.kinds.get(key, kind)
+                keys.kinds.setdefault(key, kind)
+                found.append(LedgerEntry(kind, key, statement, "user"))
+            request = _request(text)
+            if request and not any(True for _ in _statements(request)):
+                found.append(LedgerEntry("goal", "goal", request, "user"))
+            continue
+        if component.role in ("system", "developer"):
+            continue
+        # The agent: its tool calls, its fenced commands, its findings and next step.
+        mentions.append((len(found), text + " ".join(c.arguments for c in component.tool_calls)))
+        for call in component.tool_calls:
+            before = len(found)
+            command = _call_entries(call.name, call.arguments, found)
+            calls[call.id] = (call.name, command)
+            for position in range(before, len(found)):  # a file read waits for its output
+                entry = found[position]
+                if entry.kind == "file" and entry.state == "read":
+                    found[position] = attrs.evolve(entry, source=f"{entry.source} {call.id}")
+        fenced = _fenced_commands(text) if not component.tool_calls else []
+        if fenced:
+            fenced_agent = True
+            pending = fenced
+            for command in fenced:
+                _command_files(command, "assistant", found)
+                words = command.split()
+                target = words[1] if len(words) > 1 else ""
+                # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
+                if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
+                    found.append(
+                        LedgerEntry(
+                            "file",
+                            f"file:{target}",
+                            f"{target} (modified)",
+                            "assistant",
+                            state="modified",
+                        )
+                    )
+        prose = _FENCE.sub(" ", text) if "```" in text else text
+        if not _AGENT_WORDS.search(prose):
+            continue  # no next step and no finding in it: skip the sentence-by-sentence look
+        for sentence in _SENTENCE.split(prose):
+            sentence = " ".join(sentence.split())
+            if not 16 <= len(sentence) <= _MAX_VALUE:
+                continue
+            if _NEXT.search(sentence):
+                found.append(LedgerEntry("next_step", "next_step", sentence, "assistant"))
+            elif _FINDING.search(sentence) and not _PLAN.match(sentence):
+                found.append(
+                    LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
+                )
+    return ledger.merge(_used(found, mentions))
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
+_DEFINITION = re.compile(
+    r"^[ \t]*(?:export[ \t]+|pub[ \t]+|async[ \t]+|static[ \t]+|public[ \t]+|private[ \t]+)*"
+    r"(?:def|defp|defmacro|defmodule|class|function|func|fn|module|interface|struct|enum|"
+    r"trait|protocol|type)[ \t]+([A-Za-z_][\w.!?]*)",
+    re.M,
+)
+_DEFINED = 12
+
+
+def _defines(found: list[LedgerEntry], call_id: str, output: str) -> None:
+    """A file read's entry names what the file defines (functions, classes, modules)."""
+    for position in range(len(found) - 1, -1, -1):
+        entry = found[position]
+        if entry.kind == "file" and entry.source.endswith(f" {call_id}"):
+            names = list(dict.fromkeys(_DEFINITION.findall(_LINE_NUMBER.sub("", output))))
+            if names:
+                shown = ", ".join(names[:_DEFINED]) + (", …" if len(names) > _DEFINED else "")
+                path = entry.key[len("file:") :]
+                found[position] = attrs.evolve(entry, value=f"{path} (read; defines {shown})")
+            return
+
+
+def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
+    """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
+    out = list(found)
+    for position, entry in enumerate(found):
+        if entry.kind != "fact" or not entry.key.startswith("fact:"):
+            continue
+        anchor = entry.key[len("fact:") :]
+        later = (text for after, text in mentions if after > position)
+        if len(anchor) >= 3 and any(anchor in text for text in later):
+            out[position] = attrs.evolve(entry, state="used")
+    return out
+
+
+# Text that is code or a command rather than a sentence.
+_CODE = re.compile(r"[{}\[\]=`|]| -{1,2}\w")
+# A request: a question, a plea, a need, or an imperative verb first.
+_ASKS = re.compile(
+    r"\?|\b(?:please|can you|could you|would you|i need|i want|i'd like|need to|help|let's)\b"
+    r"|^(?:\W*)(?:fix|implement|add|make|create|update|write|find|investigate|explore|review|"
+    r"check|run|build|refactor|remove|delete|change|move|rename|consider|read|look|show|"
+    r"explain|tell|give|list|search|solve|debug|test|deploy|install|set|get|do|use|try|go|"
+    r"migrate|port|convert|summari[sz]e|analy[sz]e|plan|design|document)\b",
+    re.I,
+)
+_TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$")
+_COMMAND_PATH = re.compile(
+    r"(?<![\w/.:-])(?:\.{0,2}/)?(?:[\w.@+-]+/)+[\w.@+-]*\w|(?<![\w/.-])[\w-]+\.[A-Za-z]{1,5}\b"
+)
+
+
+def _request(text: str) -> str:
+    """What a user message asks for: its first paragraph, markup lines aside, cut at 300."""
+    lines = [line for line in text.strip().splitlines() if not _TAG_LINE.match(line)]
+    paragraph = "\n".join(lines).strip().split("\n\n", 1)[0]
+    paragraph = " ".join(paragraph.split())
+    if len(paragraph) < 12 or not _ASKS.search(paragraph):
+        return ""  # too short, or a remark rather than a request
+    if len(paragraph) > _MAX_VALUE:
+        paragraph = paragraph[:_MAX_VALUE].rsplit(" ", 1)[0] + " …"
+    return paragraph
+
+
+def _command_files(command: str, source: str, found: list[LedgerEntry]) -> None:
+    """Files a shell command names (``sed -n 1,9p src/a.py``), as files it used."""
+    for match in _COMMAND_PATH.finditer(command):
+        path = match.group(0)
+        if "://" in path or path.startswith("-") or len(path) < 4:
+            continue
+        found.append(LedgerEntry("file", f"file:{path}", f"{path} (read)", source, state="read"))
+
+
+def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
+    """Entries for one tool call's parsed arguments; returns its command, if it ran one."""
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    command: str | None = None
+    writes = bool(_WRITES.search(name))
+    for key, value in arguments.items():
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if key in _PATH_KEYS:
+            path = value.strip()
+            sub = str(arguments.get("command", ""))
+            modified = writes or bool(_WRITES.search(sub))
+            state = "modified" if modified else "read"
+            found.append(
+                LedgerEntry(
+                    "file", f"file:{path}", f"{path} ({state})", f"call {name}", state=state
+                )
+            )
+        elif key in _COMMAND_KEYS and command is None and " " in value.strip():
+            command = _command(value)
+            _command_files(command, f"call {name}", found)
+    if command is None and not any(key in _PATH_KEYS for key in arguments):
+        simple = {
+            k: v
+            for k, v in arguments.items()
+            if isinstance(v, (str, int, float)) and len(str(v)) <= 80  # not a thought or a body
+        }
+        if simple and not _READS.match(name):
+            shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
+            command = _command(f"{name}({shown})")
+    return command
+
+
+# --- rendering -------------------------------------------------------------------------
+
+#: How each kind is headed where a checkpoint shows its ledger, in the order shown.
+HEADINGS: dict[LedgerKind, str] = {
+    "rule": "Rules",
+    "constraint": "Constraints",
+    "preference": "Preferences",
+    "goal": "Goal",
+    "next_step": "Next step",
+    "decision": "Decisions",
+    "error": "Open errors",
+    "test": "Tests",
+    "fact": "Facts",
+    "file": "Files",
+    "commit": "Commits",
+    "command": "Commands",
+    "finding": "Findings",
+}
+#: The line that opens a checkpoint's ledger.
+STATE_HEADING = "Current state (latest values):"
+
+
+def entry_line(entry: LedgerEntry) -> str:
+    """The line an entry is shown as (a test's or error's earlier value as "was X")."""
+    value = entry.value
+    if entry.kind == "error" and entry.state == "resolved":
+        value += " (resolved)"
+    if entry.kind in ("test", "command") and entry.superseded:
+        previous = entry.superseded[-1]
+        if entry.kind == "command":
+            previous = previous.rsplit("→", 1)[-1].strip()
+        value += f" (was {previous})"
+    return f"- {value}"
+
+
+def render_entries(entries: Sequence[LedgerEntry]) -> str:
+    """Render ``entries`` under their kinds' headings, each kind in session order.
+
+    Examples:
+        >>> print(render_entries([LedgerEntry("rule", "r", "Never push to main."),
+        ...                       LedgerEntry("goal", "goal", "Fix the parser.")]))
+        Current state (latest values):
+        Rules:
+        - Never push to main.
+        Goal:
+        - Fix the parser.
+    """
+    if not entries:
+        return ""
+    by_kind: dict[LedgerKind, list[LedgerEntry]] = {}
+    for entry in sorted(entries, key=lambda e: e.index):
+        by_kind.setdefault(entry.kind, []).append(entry)
+    lines = [STATE_HEADING]
+    for kind in KINDS:
+        if kind in by_kind:
+            heading = HEADINGS[kind]
+            if kind == "error" and all(e.state == "resolved" for e in by_kind[kind]):
+                heading = "Errors"
+            lines.append(f"{heading}:")
+            lines += [entry_line(entry) for entry in by_kind[kind]]
+    return "\n".join(lines)
