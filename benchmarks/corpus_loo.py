@@ -1,0 +1,566 @@
+"""Corpus fidelity, leave-one-out: the details a continuation needs, kept by a checkpoint.
+
+For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
+``--extra`` file in the same OpenAI Chat format):
+
+1. **Split.** The first 80% of the transcript (by characters, moved forward to
+   the next message that is not a tool result, so no tool exchange is split)
+   is compacted; the last 20% (the *tail*) is what the agent does next and is
+   kept verbatim.
+2. **Needs, derived independently.** Candidate details are read from the
+   structure of the compacted part by this file's own code (it does not import
+   or copy ``mellea_ctx._core.facts`` / ``fact_patterns``):
+
+   * ``path``: file paths among tool-call arguments (a JSON string value with a
+     ``/`` or a file extension and no spaces) and among the words of commands;
+     probed by their last two segments;
+   * ``command``: the first segment (up to ``&&``, ``|``, ``;``) of a
+     ``command``/``cmd``/``script`` argument, or the first line of a code fence
+     in an assistant message (text-action agents such as SWE-agent);
+   * ``value``: leaves of JSON objects in tool results (and in observations):
+     strings of 3-60 characters without line breaks that hold a digit or are
+     under a key naming an id, a name, a status, a date, or a code; numbers of
+     three or more characters;
+   * ``error``: a line of tool output that is a dotted name ending in
+     ``Error``/``Exception``, optionally followed by ``:`` and its message (a
+     traceback's last line); needed when the tail names the exception, kept when
+     the whole line is in the checkpoint;
+   * ``test``: a line of tool output that reports counts of passed / failed
+     tests;
+   * ``commit``: a hexadecimal word of 7-40 characters on a line of tool output
+     that names a commit (``[branch hash]``, ``commit hash``);
+   * ``rule``: a sentence of a user message (not a tool observation) of at most
+     300 characters with a modal word (never, always, must, do not, don't,
+     only, make sure, should not) that reads as prose (90% letters, spaces and
+     punctuation; not a numbered file-listing line).
+
+   A candidate is **needed** when its probe string appears again in the tail
+   where the agent or the user uses it (assistant text and tool-call arguments,
+   user messages that are not tool observations; a later tool output repeating
+   it does not count), as a whole word; a rule is needed in any case (it stays in
+   force). A candidate that also appears in the pinned prefix (the system
+   prompt, kept verbatim) is left out.
+3. **Compact** the first 80% with ``LLMSummarizeCompactor(default_backend=
+   ExtractiveBackend(), keep_n=0)``, the summary asked at 5% and at 10% of the
+   compacted span's tokens (``model_options={"max_tokens": ...}``).
+4. **Score.** A needed detail is kept when its probe is in what the model
+   sees of the compacted part (the pinned prefix and the checkpoint; text
+   compared case-insensitively with whitespace collapsed). Reported per file,
+   per kind and pooled (pooled = all needed details of all files together).
+   Also: the *junk rate* of the items the checkpoint lists (its ``preserved``
+   details and, when the checkpoint has one, its ledger entries): an item that
+   is not found in the transcript, or is trivial (under 4 letters or digits);
+   the checkpoint's size (tokens of the checkpoint message) over the size
+   asked, which must be at most 1.25; and whether the compacted history (the
+   compacted part plus the tail) validates for OpenAI and Anthropic
+   (``validate_openai`` / ``validate_anthropic``; problems the original already
+   had are shown next to it).
+
+**Leave-one-out.** No rule above was written for one file; each file's score
+is reported on its own, and a file whose score is more than 25 points above
+the mean of the others is flagged as a sign of tuning on it (the extractor was
+tuned on ``claudecode_opus46_session_precompact``, so that file is marked
+*tuned*).
+
+Run: ``python benchmarks/corpus_loo.py`` (writes ``benchmarks/results/corpus_loo.json``
+and ``.md``); ``--files NAME ...`` for some files; ``--extra PATH ...`` for more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mellea_ctx import (
+    ChatContext,
+    Checkpoint,
+    Component,
+    ExtractiveBackend,
+    LLMSummarizeCompactor,
+    from_openai,
+    validate_anthropic,
+    validate_openai,
+)
+
+CORPUS = Path("/work/shared/corpus")
+RESULTS = Path(__file__).resolve().parent / "results"
+TUNED = "claudecode_opus46_session_precompact"
+SHARES = (0.05, 0.10)
+SPLIT = 0.80
+FLAG_POINTS = 0.25
+KINDS = ("path", "command", "value", "error", "test", "commit", "rule")
+
+_MODAL = re.compile(
+    r"\b(never|always|must|do not|don't|only|make sure|should not|shouldn't)\b", re.I
+)
+_EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception))(?::\s*(.{0,160}))?\s*$")
+_TEST_LINE = re.compile(
+    r"\b\d+\s+(?:passed|failed|tests?|errors?|failures?)\b.*\b(?:passed|failed|failures?|errors?|tests?|OK)\b"
+    r"|^\s*Ran \d+ tests? in\b",
+    re.I,
+)
+_COMMIT_LINE = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\]|^commit ([0-9a-f]{7,40})\b", re.M)
+_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||\||;|2>&1)\s*")
+_ID_KEY = re.compile(
+    r"(?:^|_)(id|ids|name|status|date|code|number|type|flight|origin|destination)s?$", re.I
+)
+
+
+def norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def text_of(component: Component) -> str:
+    """What the model sees of one component: its text and its tool calls' arguments."""
+    parts = [component.content or ""]
+    for call in getattr(component, "tool_calls", ()) or ():
+        parts.append(f"{call.name} {call.arguments}")
+    return "\n".join(parts)
+
+
+def args_of(call: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments) if isinstance(call.arguments, str) else call.arguments
+    except ValueError:
+        return {}
+    return dict(value) if isinstance(value, dict) else {}
+
+
+# --- the split --------------------------------------------------------------------------------
+
+
+def split(span: Sequence[Component]) -> int:
+    """Index of the first tail component: 80% of the characters, never before a tool result."""
+    sizes = [len(text_of(c)) for c in span]
+    total, running = sum(sizes), 0
+    cut = len(span)
+    for index, size in enumerate(sizes):
+        running += size
+        if running >= SPLIT * total:
+            cut = index + 1
+            break
+    while cut < len(span) and span[cut].role == "tool":
+        cut += 1
+    return cut
+
+
+def prefix_len(span: Sequence[Component]) -> int:
+    """The pinned prefix: leading system messages (the compactor's default pin)."""
+    n = 0
+    while n < len(span) and span[n].role == "system":
+        n += 1
+    return n
+
+
+# --- the needs ----------------------------------------------------------------------------------
+
+
+def _json_leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _json_leaves(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _json_leaves(v, key)
+    else:
+        yield key, value
+
+
+def _json_values(text: str) -> Iterator[str]:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return
+    for key, leaf in _json_leaves(value):
+        if isinstance(leaf, bool) or leaf is None:
+            continue
+        if isinstance(leaf, (int, float)):
+            if len(str(leaf)) >= 3:
+                yield str(leaf)
+        elif isinstance(leaf, str):
+            leaf = leaf.strip()
+            distinct = any(ch.isdigit() for ch in leaf) or _ID_KEY.search(key)
+            if 3 <= len(leaf) <= 60 and "\n" not in leaf and distinct:
+                yield leaf
+
+
+def _path_like(token: str) -> bool:
+    token = token.strip("'\"`,()[]")
+    if not token or " " in token or "://" in token or len(token) > 200 or token.startswith("-"):
+        return False
+    if "/" in token and re.search(r"[A-Za-z]", token) and not token.startswith("/dev/"):
+        return len(token) > 3
+    return (
+        bool(re.fullmatch(r"[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}", token)) and not token[0].isdigit()
+    )
+
+
+def path_probe(path: str) -> str:
+    parts = [p for p in path.strip("'\"`,()[]").rstrip("/").split("/") if p]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else (parts[0] if parts else path)
+
+
+def _first_segment(command: str) -> str:
+    line = command.strip().split("\n")[0]
+    return _SEGMENT.split(line)[0].strip()
+
+
+def _observation_flags(span: Sequence[Component]) -> list[bool]:
+    """True for components that carry tool output: tool results, and user messages that
+    answer an assistant message whose action was a code fence (text-action agents)."""
+    flags = []
+    previous_fenced = False
+    for component in span:
+        if component.role == "tool":
+            flags.append(True)
+        elif component.role == "user":
+            flags.append(previous_fenced)
+        else:
+            flags.append(False)
+        if component.role == "assistant":
+            previous_fenced = bool(_FENCE.search(component.content or ""))
+    return flags
+
+
+def prose(sentence: str) -> bool:
+    """A sentence of words, not a line of code or of a numbered file listing."""
+    if sentence[0].isdigit() or sentence[0] in "'\"([{<":
+        return False
+    wordy = sum(ch.isalpha() or ch in " ,.'-" for ch in sentence)
+    return wordy >= 0.9 * len(sentence)
+
+
+def need_probe(kind: str, item: str) -> str:
+    """What the tail must mention for ``item`` to be needed: an error by its exception name."""
+    if kind == "error":
+        return item.split(":", 1)[0].strip()
+    return item
+
+
+def candidates(span: Sequence[Component], observation: Sequence[bool]) -> dict[str, set[str]]:
+    """Every candidate detail of ``span``, by kind, as probe strings."""
+    found: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for component, is_output in zip(span, observation, strict=True):
+        content = component.content or ""
+        for call in getattr(component, "tool_calls", ()) or ():
+            for key, value in args_of(call).items():
+                if not isinstance(value, str):
+                    continue
+                if key in ("command", "cmd", "script"):
+                    segment = _first_segment(value)
+                    if segment:
+                        found["command"].add(segment)
+                    for token in value.split():
+                        if _path_like(token):
+                            found["path"].add(path_probe(token))
+                elif _path_like(value):
+                    found["path"].add(path_probe(value))
+        if component.role == "assistant":
+            for block in _FENCE.findall(content):
+                first = _first_segment(block)
+                if first:
+                    found["command"].add(first)
+                    for token in first.split()[1:]:
+                        if _path_like(token):
+                            found["path"].add(path_probe(token))
+        if is_output:
+            found["value"] |= set(_json_values(content))
+            for line in content.splitlines():
+                match = _EXCEPTION_LINE.match(line)
+                if match:
+                    found["error"].add(line.strip())
+                if _TEST_LINE.search(line) and len(line) <= 200:
+                    found["test"].add(line.strip(" =-*\t"))
+            for match in _COMMIT_LINE.finditer(content):
+                found["commit"].add(match.group(1) or match.group(2))
+        elif component.role == "user":
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", content):
+                sentence = sentence.strip(" -*#>\t")
+                if 12 <= len(sentence) <= 300 and _MODAL.search(sentence) and prose(sentence):
+                    found["rule"].add(sentence.rstrip("."))
+    return found
+
+
+def contains(text: str, item: str) -> bool:
+    """``item`` in ``text`` (both normalized), not as part of a longer word or number."""
+    probe = norm(item)
+    if not probe:
+        return False
+    start = r"(?<![\w])" if probe[0].isalnum() else ""
+    end = r"(?![\w])" if probe[-1].isalnum() else ""
+    return re.search(start + re.escape(probe) + end, text) is not None
+
+
+def needed(found: dict[str, set[str]], tail_text: str, prefix_text: str) -> dict[str, list[str]]:
+    tail, prefix = norm(tail_text), norm(prefix_text)
+    out: dict[str, list[str]] = {}
+    for kind, items in found.items():
+        keep = []
+        for item in sorted(items):
+            if len(norm(item)) < 3 or contains(prefix, item):
+                continue
+            if kind == "rule" or contains(tail, need_probe(kind, item)):
+                keep.append(item)
+        out[kind] = keep
+    return out
+
+
+# --- the compaction and its checks ----------------------------------------------------------
+
+
+def listed_items(checkpoint: Checkpoint) -> list[str]:
+    """The items a checkpoint lists: its preserved details and, if it has one, its ledger."""
+    items = [str(item) for item in checkpoint.preserved]
+    ledger = getattr(checkpoint, "ledger", None)
+    entries = getattr(ledger, "entries", ledger)
+    if entries is not None and not isinstance(entries, (str, bytes)):
+        try:
+            iterator = iter(entries)
+        except TypeError:
+            iterator = iter(())
+        for entry in iterator:
+            value = getattr(entry, "value", entry)
+            items.append(str(value))
+    return items
+
+
+def trivial(item: str) -> bool:
+    return sum(ch.isalnum() for ch in item) < 4
+
+
+def compact(head: Sequence[Component], share: float) -> tuple[list[Component], dict[str, Any]]:
+    ctx = ChatContext()
+    for component in head:
+        ctx = ctx.add(component)
+    body = ChatContext()
+    for component in head[prefix_len(head) :]:
+        body = body.add(component)
+    asked = max(1, int(body.token_count * share))
+    compactor = LLMSummarizeCompactor(
+        default_backend=ExtractiveBackend(),
+        keep_n=0,
+        model_options={"max_tokens": asked},
+        timeout=600,
+    )
+    started = time.perf_counter()
+    out = compactor.compact(ctx).as_list()
+    seconds = time.perf_counter() - started
+    checkpoints = [c for c in out if isinstance(c, Checkpoint)]
+    size = 0
+    for checkpoint in checkpoints:
+        size += ChatContext().add(checkpoint).token_count
+    return out, {
+        "asked_tokens": asked,
+        "span_tokens": body.token_count,
+        "checkpoint_tokens": size,
+        "size_ratio": round(size / asked, 3),
+        "applied": bool(checkpoints),
+        "seconds": round(seconds, 2),
+        "checkpoints": checkpoints,
+    }
+
+
+def problems(history: Sequence[Component]) -> list[str]:
+    items = list(history)
+    return [f"openai: {p}" for p in validate_openai(items)] + [
+        f"anthropic: {p}" for p in validate_anthropic(items)
+    ]
+
+
+def evaluate(path: Path) -> dict[str, Any]:
+    span = from_openai(json.loads(path.read_text(encoding="utf-8")))
+    cut = split(span)
+    head, tail = span[:cut], span[cut:]
+    pre = prefix_len(head)
+    observation = _observation_flags(span)[:cut]
+    found = candidates(head[pre:], observation[pre:])
+    # The tail refers to a detail when the agent or the user uses it again (the agent's text
+    # and tool calls, the user's own messages), not when a later tool output repeats it.
+    tail_flags = _observation_flags(span)[cut:]
+    need = needed(
+        found,
+        "\n".join(text_of(c) for c, out in zip(tail, tail_flags, strict=True) if not out),
+        "\n".join(text_of(c) for c in head[:pre]),
+    )
+    flat = norm("\n".join(text_of(c) for c in span))
+    original_problems = problems(span)
+    result: dict[str, Any] = {
+        "file": path.name,
+        "messages": len(span),
+        "compacted_messages": cut,
+        "tail_messages": len(span) - cut,
+        "candidates": {k: len(v) for k, v in found.items()},
+        "needed": {k: len(v) for k, v in need.items()},
+        "original_problems": original_problems,
+        "shares": {},
+    }
+    for share in SHARES:
+        out, info = compact(head, share)
+        seen = norm("\n".join(text_of(c) for c in out))
+        kept = {k: [item for item in v if contains(seen, item)] for k, v in need.items()}
+        items = [item for cp in info.pop("checkpoints") for item in listed_items(cp)]
+        junk = [item for item in items if trivial(item) or norm(item) not in flat]
+        history = [*out, *tail]
+        new_problems = [p for p in problems(history) if p not in original_problems]
+        n_need = sum(len(v) for v in need.values())
+        n_kept = sum(len(v) for v in kept.values())
+        result["shares"][f"{share:.0%}"] = {
+            **info,
+            "kept": n_kept,
+            "needed": n_need,
+            "score": round(n_kept / n_need, 3) if n_need else None,
+            "by_kind": {k: [len(kept[k]), len(need[k])] for k in KINDS},
+            "lost": {k: [i for i in need[k] if i not in kept[k]][:12] for k in KINDS},
+            "listed_items": len(items),
+            "junk": len(junk),
+            "junk_examples": junk[:8],
+            "validates": not new_problems,
+            "new_problems": new_problems[:5],
+        }
+    return result
+
+
+def leave_one_out(results: list[dict[str, Any]]) -> None:
+    """Flag a file whose score is far above the mean of the others (a sign of tuning)."""
+    for share in (f"{s:.0%}" for s in SHARES):
+        for r in results:
+            mine = r["shares"][share]["score"]
+            others = [
+                o["shares"][share]["score"]
+                for o in results
+                if o is not r and o["shares"][share]["score"] is not None
+            ]
+            if mine is None or not others:
+                continue
+            mean = statistics.mean(others)
+            r["shares"][share]["others_mean"] = round(mean, 3)
+            r["shares"][share]["flag"] = mine - mean > FLAG_POINTS
+
+
+def pooled(results: list[dict[str, Any]], share: str, exclude: str | None = None) -> dict[str, Any]:
+    rows = [r["shares"][share] for r in results if exclude is None or exclude not in r["file"]]
+    kept, need = sum(x["kept"] for x in rows), sum(x["needed"] for x in rows)
+    items, junk = sum(x["listed_items"] for x in rows), sum(x["junk"] for x in rows)
+    return {
+        "kept": kept,
+        "needed": need,
+        "score": round(kept / need, 3) if need else None,
+        "listed_items": items,
+        "junk": junk,
+        "junk_rate": round(junk / items, 3) if items else 0.0,
+        "max_size_ratio": max((x["size_ratio"] for x in rows), default=0.0),
+        "all_validate": all(x["validates"] for x in rows),
+    }
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    shares = [f"{s:.0%}" for s in SHARES]
+    lines = [
+        "# Corpus fidelity, leave-one-out",
+        "",
+        "Generated by `benchmarks/corpus_loo.py` (method in its docstring and in "
+        "docs/benchmarks.md): the first 80% of each transcript compacted with "
+        "`LLMSummarizeCompactor(default_backend=ExtractiveBackend(), keep_n=0)`, the summary "
+        "asked at 5% and 10% of the span's tokens; a detail is needed when the last 20% "
+        "refers to it again (rules always), kept when it is in the compacted part.",
+        f"mellea_ctx from `{payload['mellea_ctx']}`.",
+        "",
+        "| file | needed | "
+        + " | ".join(f"kept at {s}" for s in shares)
+        + " | "
+        + " | ".join(f"size / asked at {s}" for s in shares)
+        + " | junk (items) | validates | flag |",
+        "|---|---:|" + "---:|" * (2 * len(shares)) + "---:|---|---|",
+    ]
+    for r in payload["files"]:
+        cells = [r["shares"][s] for s in shares]
+        name = r["file"].removesuffix(".openai.json")
+        if TUNED in name:
+            name += " (tuned)"
+        scores = " | ".join(
+            f"{c['kept']}/{c['needed']} ({c['score']:.0%})" if c["score"] is not None else "-"
+            for c in cells
+        )
+        sizes = " | ".join(f"{c['size_ratio']:.2f}" for c in cells)
+        junk = ", ".join(f"{c['junk']}/{c['listed_items']}" for c in cells)
+        valid = "yes" if all(c["validates"] for c in cells) else "NO"
+        flag = "FAR ABOVE THE OTHERS" if any(c.get("flag") for c in cells) else ""
+        lines.append(
+            f"| {name} | {cells[0]['needed']} | {scores} | {sizes} | {junk} | {valid} | {flag} |"
+        )
+    for label, key in (
+        ("pooled, all files", "pooled"),
+        ("pooled, without the tuned span", "pooled_untuned"),
+    ):
+        cells = [payload[key][s] for s in shares]
+        scores = " | ".join(f"{c['kept']}/{c['needed']} ({c['score']:.0%})" for c in cells)
+        sizes = " | ".join(f"≤ {c['max_size_ratio']:.2f}" for c in cells)
+        junk = ", ".join(f"{c['junk']}/{c['listed_items']} ({c['junk_rate']:.1%})" for c in cells)
+        valid = "yes" if all(c["all_validate"] for c in cells) else "NO"
+        lines.append(f"| **{label}** | | {scores} | {sizes} | {junk} | {valid} | |")
+    lines += ["", "## By kind (kept / needed, at 5%)", ""]
+    lines.append("| file | " + " | ".join(KINDS) + " |")
+    lines.append("|---|" + "---:|" * len(KINDS))
+    for r in payload["files"]:
+        by = r["shares"][shares[0]]["by_kind"]
+        lines.append(
+            f"| {r['file'].removesuffix('.openai.json')} | "
+            + " | ".join(f"{k}/{n}" if n else "-" for k, n in (by[x] for x in KINDS))
+            + " |"
+        )
+    lines += ["", "## Lost at 5% (first few per kind)", ""]
+    for r in payload["files"]:
+        lost = r["shares"][shares[0]]["lost"]
+        shown = {k: v[:4] for k, v in lost.items() if v}
+        lines.append(
+            f"- `{r['file'].removesuffix('.openai.json')}`: "
+            + "; ".join(f"{k}: " + ", ".join(f"`{i[:60]}`" for i in v) for k, v in shown.items())
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", nargs="*", help="corpus file names (default: all)")
+    parser.add_argument("--extra", nargs="*", default=[], help="more OpenAI-format transcripts")
+    parser.add_argument("--out", default="corpus_loo", help="results name")
+    args = parser.parse_args(argv)
+    paths = sorted(CORPUS.glob("*.openai.json"))
+    if args.files:
+        paths = [p for p in paths if any(f in p.name for f in args.files)]
+    paths += [Path(p) for p in args.extra]
+    results = []
+    for path in paths:
+        print(f"{path.name} ...", file=sys.stderr)
+        results.append(evaluate(path))
+    leave_one_out(results)
+    payload: dict[str, Any] = {
+        "method": __doc__,
+        "mellea_ctx": str(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
+        "files": results,
+        "pooled": {f"{s:.0%}": pooled(results, f"{s:.0%}") for s in SHARES},
+        "pooled_untuned": {f"{s:.0%}": pooled(results, f"{s:.0%}", TUNED) for s in SHARES},
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(
+        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
+    )
+    text = markdown(payload)
+    (RESULTS / f"{args.out}.md").write_text(text, encoding="utf-8")
+    print(text)
+    return payload
+
+
+if __name__ == "__main__":
+    main()
