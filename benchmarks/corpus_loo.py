@@ -34,6 +34,10 @@ For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
      only, make sure, should not) that reads as prose (90% letters, spaces and
      punctuation; not a numbered file-listing line).
 
+   * ``name``: a finding: a span the agent's prose in the tail quotes as code
+     (between backticks) that occurs in the compacted part's tool output (a
+     function, a module, a version, a key the agent learned there).
+
    A candidate is **needed** when its probe string appears again in the tail
    where the agent or the user uses it (assistant text and tool-call arguments,
    user messages that are not tool observations; a later tool output repeating
@@ -49,7 +53,8 @@ For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
    per kind and pooled (pooled = all needed details of all files together).
    Also: the *junk rate* of the items the checkpoint lists (its ``preserved``
    details and, when the checkpoint has one, its ledger entries): an item that
-   is not found in the transcript, or is trivial (under 4 letters or digits);
+   is not found in the transcript, or is trivial (under 3 letters or digits, or a
+   bare one- or two-digit number);
    the checkpoint's size (tokens of the checkpoint message) over the size
    asked, which must be at most 1.25; and whether the compacted history (the
    compacted part plus the tail) validates for OpenAI and Anthropic
@@ -70,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -89,13 +95,25 @@ from mellea_ctx import (
     validate_openai,
 )
 
-CORPUS = Path("/work/shared/corpus")
+
+def _corpus() -> Path:
+    """``$MELLEA_CTX_CORPUS``, else ``shared/corpus`` next to the repository (or its worktree)."""
+    here = Path(__file__).resolve().parent.parent
+    options = [os.environ.get("MELLEA_CTX_CORPUS", "")]
+    options += [str(p / "shared" / "corpus") for p in (here.parent, here.parent.parent)]
+    for option in options:
+        if option and Path(option).is_dir():
+            return Path(option)
+    return here.parent / "shared" / "corpus"
+
+
+CORPUS = _corpus()
 RESULTS = Path(__file__).resolve().parent / "results"
 TUNED = "claudecode_opus46_session_precompact"
 SHARES = (0.05, 0.10)
 SPLIT = 0.80
 FLAG_POINTS = 0.25
-KINDS = ("path", "command", "value", "error", "test", "commit", "rule")
+KINDS = ("path", "command", "value", "error", "test", "commit", "rule", "name")
 
 _MODAL = re.compile(
     r"\b(never|always|must|do not|don't|only|make sure|should not|shouldn't)\b", re.I
@@ -107,6 +125,7 @@ _TEST_LINE = re.compile(
     re.I,
 )
 _COMMIT_LINE = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\]|^commit ([0-9a-f]{7,40})\b", re.M)
+_BACKTICKED = re.compile(r"(?<!`)`([^`\n]{3,80})`(?!`)")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||\||;|2>&1)\s*")
 _ID_KEY = re.compile(
@@ -123,6 +142,7 @@ def text_of(component: Component) -> str:
     parts = [component.content or ""]
     for call in getattr(component, "tool_calls", ()) or ():
         parts.append(f"{call.name} {call.arguments}")
+        parts += [str(v) for v in args_of(call).values() if isinstance(v, (str, int, float))]
     return "\n".join(parts)
 
 
@@ -336,7 +356,9 @@ def listed_items(checkpoint: Checkpoint) -> list[str]:
 
 
 def trivial(item: str) -> bool:
-    return sum(ch.isalnum() for ch in item) < 4
+    """Says nothing on its own: under 3 letters or digits, or a bare one- or two-digit number."""
+    text = item.strip()
+    return sum(ch.isalnum() for ch in text) < 3 or (text.isdigit() and len(text) < 3)
 
 
 def compact(head: Sequence[Component], share: float) -> tuple[list[Component], dict[str, Any]]:
@@ -378,8 +400,60 @@ def problems(history: Sequence[Component]) -> list[str]:
     ]
 
 
-def evaluate(path: Path) -> dict[str, Any]:
-    span = from_openai(json.loads(path.read_text(encoding="utf-8")))
+def _openai_message(m: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m["role"], "content": m.get("content")}
+    if m.get("tool_calls"):
+        out["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": dict(c["function"])}
+            for c in m["tool_calls"]
+        ]
+    if m["role"] == "tool":
+        ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
+        out["tool_call_id"] = ids[0]
+    return out
+
+
+def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rename a re-used tool-call id (and the result that follows it), as the corpus did."""
+    seen: dict[str, int] = {}
+    renamed: dict[str, str] = {}
+    for m in messages:
+        for call in m.get("tool_calls", ()):
+            n = seen.get(call["id"], 0) + 1
+            seen[call["id"]] = n
+            if n > 1:
+                renamed[call["id"]] = call["id"] = f"{call['id']}_dup{n}"
+            else:
+                renamed.pop(call["id"], None)
+        if m["role"] == "tool" and m.get("tool_call_id") in renamed:
+            m["tool_call_id"] = renamed[m["tool_call_id"]]
+    return messages
+
+
+def load(spec: str) -> tuple[str, list[dict[str, Any]]]:
+    """``spec``: an OpenAI Chat JSON array; a SWE-agent ``.traj`` (its ``history``); or
+    tau-bench's ``historical_trajectories/*.json`` with ``#TASK_ID:TRIAL`` after the path."""
+    path, _, selector = spec.partition("#")
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    name = Path(path).name.removesuffix(".json").removesuffix(".openai")
+    if isinstance(data, dict) and "history" in data:
+        messages = [_openai_message(m) for m in data["history"]]
+        name = name.removesuffix(".traj")
+    elif isinstance(data, list) and data and isinstance(data[0], dict) and "traj" in data[0]:
+        task, _, trial = selector.partition(":")
+        entry = next(
+            e for e in data if str(e["task_id"]) == task and str(e["trial"]) == (trial or "0")
+        )
+        messages = [_openai_message(m) for m in entry["traj"]]
+        name = f"{name}_task{task}_trial{trial or 0}"
+    else:
+        messages = data
+    return name, _unique_ids(messages)
+
+
+def evaluate(spec: str | Path) -> dict[str, Any]:
+    name, messages = load(str(spec))
+    span = from_openai(messages)
     cut = split(span)
     head, tail = span[:cut], span[cut:]
     pre = prefix_len(head)
@@ -393,14 +467,31 @@ def evaluate(path: Path) -> dict[str, Any]:
         "\n".join(text_of(c) for c, out in zip(tail, tail_flags, strict=True) if not out),
         "\n".join(text_of(c) for c in head[:pre]),
     )
+    # Findings: what the agent's later prose quotes as code (`...`) from earlier tool output.
+    outputs = norm("\n".join(text_of(c) for c, o in zip(head, observation, strict=True) if o))
+    tail_prose = "\n".join(
+        c.content or "" for c, o in zip(tail, tail_flags, strict=True) if not o and c.content
+    )
+    others = {norm(item) for items in need.values() for item in items}
+    prefix_text = norm("\n".join(text_of(c) for c in head[:pre]))
+    need["name"] = sorted(
+        {
+            span_
+            for span_ in _BACKTICKED.findall(tail_prose)
+            if len(norm(span_)) >= 3
+            and norm(span_) not in others
+            and contains(outputs, span_)
+            and not contains(prefix_text, span_)
+        }
+    )
     flat = norm("\n".join(text_of(c) for c in span))
     original_problems = problems(span)
     result: dict[str, Any] = {
-        "file": path.name,
+        "file": name,
         "messages": len(span),
         "compacted_messages": cut,
         "tail_messages": len(span) - cut,
-        "candidates": {k: len(v) for k, v in found.items()},
+        "candidates": {k: len(v) for k, v in found.items()},  # "name" has none: see below
         "needed": {k: len(v) for k, v in need.items()},
         "original_problems": original_problems,
         "shares": {},
@@ -464,30 +555,19 @@ def pooled(results: list[dict[str, Any]], share: str, exclude: str | None = None
     }
 
 
-def markdown(payload: dict[str, Any]) -> str:
+def _table(files: list[dict[str, Any]], pooled_rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     shares = [f"{s:.0%}" for s in SHARES]
     lines = [
-        "# Corpus fidelity, leave-one-out",
-        "",
-        "Generated by `benchmarks/corpus_loo.py` (method in its docstring and in "
-        "docs/benchmarks.md): the first 80% of each transcript compacted with "
-        "`LLMSummarizeCompactor(default_backend=ExtractiveBackend(), keep_n=0)`, the summary "
-        "asked at 5% and 10% of the span's tokens; a detail is needed when the last 20% "
-        "refers to it again (rules always), kept when it is in the compacted part.",
-        f"mellea_ctx from `{payload['mellea_ctx']}`.",
-        "",
         "| file | needed | "
         + " | ".join(f"kept at {s}" for s in shares)
         + " | "
         + " | ".join(f"size / asked at {s}" for s in shares)
-        + " | junk (items) | validates | flag |",
+        + " | junk / listed items | validates | flag |",
         "|---|---:|" + "---:|" * (2 * len(shares)) + "---:|---|---|",
     ]
-    for r in payload["files"]:
+    for r in files:
         cells = [r["shares"][s] for s in shares]
-        name = r["file"].removesuffix(".openai.json")
-        if TUNED in name:
-            name += " (tuned)"
+        name = r["file"] + (" (tuned)" if TUNED in r["file"] else "")
         scores = " | ".join(
             f"{c['kept']}/{c['needed']} ({c['score']:.0%})" if c["score"] is not None else "-"
             for c in cells
@@ -495,38 +575,82 @@ def markdown(payload: dict[str, Any]) -> str:
         sizes = " | ".join(f"{c['size_ratio']:.2f}" for c in cells)
         junk = ", ".join(f"{c['junk']}/{c['listed_items']}" for c in cells)
         valid = "yes" if all(c["validates"] for c in cells) else "NO"
-        flag = "FAR ABOVE THE OTHERS" if any(c.get("flag") for c in cells) else ""
+        flag = "far above the others" if any(c.get("flag") for c in cells) else ""
         lines.append(
             f"| {name} | {cells[0]['needed']} | {scores} | {sizes} | {junk} | {valid} | {flag} |"
         )
-    for label, key in (
-        ("pooled, all files", "pooled"),
-        ("pooled, without the tuned span", "pooled_untuned"),
-    ):
-        cells = [payload[key][s] for s in shares]
-        scores = " | ".join(f"{c['kept']}/{c['needed']} ({c['score']:.0%})" for c in cells)
-        sizes = " | ".join(f"≤ {c['max_size_ratio']:.2f}" for c in cells)
+    for label, row in pooled_rows:
+        cells = [row[s] for s in shares]
+        scores = " | ".join(
+            f"{c['kept']}/{c['needed']} ({c['score']:.0%})" if c["score"] is not None else "-"
+            for c in cells
+        )
+        sizes = " | ".join(f"max {c['max_size_ratio']:.2f}" for c in cells)
         junk = ", ".join(f"{c['junk']}/{c['listed_items']} ({c['junk_rate']:.1%})" for c in cells)
         valid = "yes" if all(c["all_validate"] for c in cells) else "NO"
         lines.append(f"| **{label}** | | {scores} | {sizes} | {junk} | {valid} | |")
-    lines += ["", "## By kind (kept / needed, at 5%)", ""]
+    return lines
+
+
+def _details(files: list[dict[str, Any]]) -> list[str]:
+    share = f"{SHARES[0]:.0%}"
+    lines = [f"Kept / needed by kind, at {share}:", ""]
     lines.append("| file | " + " | ".join(KINDS) + " |")
     lines.append("|---|" + "---:|" * len(KINDS))
-    for r in payload["files"]:
-        by = r["shares"][shares[0]]["by_kind"]
+    for r in files:
+        by = r["shares"][share]["by_kind"]
         lines.append(
-            f"| {r['file'].removesuffix('.openai.json')} | "
+            f"| {r['file']} | "
             + " | ".join(f"{k}/{n}" if n else "-" for k, n in (by[x] for x in KINDS))
             + " |"
         )
-    lines += ["", "## Lost at 5% (first few per kind)", ""]
-    for r in payload["files"]:
-        lost = r["shares"][shares[0]]["lost"]
-        shown = {k: v[:4] for k, v in lost.items() if v}
-        lines.append(
-            f"- `{r['file'].removesuffix('.openai.json')}`: "
-            + "; ".join(f"{k}: " + ", ".join(f"`{i[:60]}`" for i in v) for k, v in shown.items())
+    lines += ["", f"Lost at {share} (the first few of each kind):", ""]
+    for r in files:
+        lost = r["shares"][share]["lost"]
+        shown = "; ".join(
+            f"{k}: " + ", ".join(f"`{i[:60]}`" for i in v[:4]) for k, v in lost.items() if v
         )
+        lines.append(f"- {r['file']}: {shown or 'nothing'}")
+    return lines
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    lines = [
+        "# Corpus fidelity, leave-one-out",
+        "",
+        "Generated by `benchmarks/corpus_loo.py` (method in its docstring and in "
+        "docs/benchmarks.md): the first 80% of each transcript compacted with "
+        "`LLMSummarizeCompactor(default_backend=ExtractiveBackend(), keep_n=0)`, the summary "
+        "asked at 5% and 10% of the span's tokens; a detail is needed when the last 20% uses "
+        "it again (rules always), kept when it is in the compacted part. Flag: a score more "
+        f"than {FLAG_POINTS:.0%} points above the mean of the other files.",
+        f"mellea_ctx from `{payload['mellea_ctx']}`.",
+        "",
+        "## The corpus",
+        "",
+        *_table(
+            payload["files"],
+            [
+                ("pooled, all files", payload["pooled"]),
+                ("pooled, without the tuned span", payload["pooled_untuned"]),
+            ],
+        ),
+        "",
+        *_details(payload["files"]),
+    ]
+    if payload.get("outside"):
+        lines += [
+            "",
+            "## Outside the corpus",
+            "",
+            "Public transcripts nobody here tuned on, read from their sources (not committed):",
+            "",
+            *[f"- {source}" for source in payload.get("outside_sources", [])],
+            "",
+            *_table(payload["outside"], [("pooled, outside", payload["pooled_outside"])]),
+            "",
+            *_details(payload["outside"]),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -535,22 +659,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--files", nargs="*", help="corpus file names (default: all)")
     parser.add_argument("--extra", nargs="*", default=[], help="more OpenAI-format transcripts")
     parser.add_argument("--out", default="corpus_loo", help="results name")
+    parser.add_argument(
+        "--source", action="append", default=[], help="where an --extra file came from (noted)"
+    )
     args = parser.parse_args(argv)
     paths = sorted(CORPUS.glob("*.openai.json"))
     if args.files:
         paths = [p for p in paths if any(f in p.name for f in args.files)]
-    paths += [Path(p) for p in args.extra]
     results = []
     for path in paths:
         print(f"{path.name} ...", file=sys.stderr)
         results.append(evaluate(path))
     leave_one_out(results)
+    outside = []
+    for spec in args.extra:
+        print(f"{spec} ...", file=sys.stderr)
+        outside.append(evaluate(spec))
     payload: dict[str, Any] = {
         "method": __doc__,
         "mellea_ctx": str(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
         "files": results,
         "pooled": {f"{s:.0%}": pooled(results, f"{s:.0%}") for s in SHARES},
         "pooled_untuned": {f"{s:.0%}": pooled(results, f"{s:.0%}", TUNED) for s in SHARES},
+        "outside": outside,
+        "outside_sources": args.source,
+        "pooled_outside": {f"{s:.0%}": pooled(outside, f"{s:.0%}") for s in SHARES}
+        if outside
+        else {},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(

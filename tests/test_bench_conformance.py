@@ -1,0 +1,153 @@
+"""The outside benchmarks' harnesses, on one seed and one file, so they cannot silently rot.
+
+``benchmarks/conformance.py`` adapts our compactors to compaction-conformance-kit
+(``nox -s conformance`` installs it; skipped here without it) and
+``benchmarks/corpus_loo.py`` scores checkpoints on the real corpus. No score is
+asserted (the numbers live in benchmarks/results/): these check that the adapter
+runs through the kit's own benchmark, hands the kit what our compactor made, and
+continues a chain from its own checkpoint; and that the corpus needs are derived
+without the extractor.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def conformance() -> ModuleType:
+    pytest.importorskip("compaction_kit")
+    return _load("conformance")
+
+
+@pytest.fixture(scope="module")
+def corpus_loo() -> ModuleType:
+    return _load("corpus_loo")
+
+
+def test_the_kit_benchmarks_each_of_our_specs(conformance: ModuleType) -> None:
+    from compaction_kit.benchmark import run_budget_benchmark
+
+    factories = {cls.name: cls for cls in (conformance.Summarize, conformance.Tiered)}
+    payload = run_budget_benchmark(factories, budgets=(0.2,), seeds=(1,), rounds=2)
+    assert {e["compactor"] for e in payload["entries"]} == set(factories)
+    for entry in payload["entries"]:
+        # Something survives and the output is a fraction of the input: our compactor ran.
+        assert entry["randomized"]["overall_final_survival"] > 0
+        assert 0 < entry["mean_final_output_ratio"] < 0.5
+
+
+def test_a_round_is_our_rendered_checkpoint_and_the_chain_continues_from_it(
+    conformance: ModuleType,
+) -> None:
+    from compaction_kit.corpus import build_random_session
+    from compaction_kit.session import Turn
+
+    from mellea_ctx import CHECKPOINT_HEADER
+
+    session, _ = build_random_session(1)
+    adapter = conformance.Summarize()
+    first = adapter.compact(session.transcript(), round_num=1, budget_chars=2_000)
+    assert first.text.startswith("[system] You are a coding assistant.")
+    assert CHECKPOINT_HEADER.split("\n")[0].strip() in first.text
+    # The kit feeds the output back as one system turn: we continue from our own context
+    # (its system prompt stays a system prompt), not from a re-read of the text.
+    second = adapter.compact([Turn("system", first.text)], round_num=2, budget_chars=2_000)
+    assert second.text.startswith("[system] You are a coding assistant.")
+    assert "[user] [system]" not in second.text
+    # Someone else's text is compacted as body, never pinned.
+    other = conformance.Summarize()
+    foreign = other.compact([Turn("system", first.text)], round_num=2, budget_chars=2_000)
+    assert foreign.text.startswith("[user]")
+
+
+def test_budget_in_tokens_follows_the_inputs_own_ratio(conformance: ModuleType) -> None:
+    from compaction_kit.session import Turn
+
+    seen: list[int] = []
+
+    class Probe(conformance.TokenBudget):  # type: ignore[name-defined,misc]
+        def make(self, budget_tokens: int, ctx: object) -> object:
+            seen.append(budget_tokens)
+            return super().make(budget_tokens, ctx)
+
+    turns = [Turn("system", "Be brief.")] + [
+        Turn("user" if i % 2 == 0 else "assistant", f"message number {i} about the parser")
+        for i in range(40)
+    ]
+    text = "\n".join(f"[{t.role}] {t.text}" for t in turns)
+    Probe().compact(turns, round_num=1, budget_chars=len(text) // 2)
+    ctx = Probe().context(turns, 1)
+    assert seen[0] == int((len(text) // 2) * ctx.token_count / len(text))
+
+
+def test_corpus_needs_do_not_use_the_extractor(corpus_loo: ModuleType) -> None:
+    tree = ast.parse((BENCHMARKS / "corpus_loo.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+            imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+    assert not {m for m in imported if "facts" in m or "fact_patterns" in m or "_core" in m}
+    assert "extract_facts" not in (BENCHMARKS / "corpus_loo.py").read_text(encoding="utf-8")
+
+
+def test_corpus_needs_from_structure(corpus_loo: ModuleType) -> None:
+    from mellea_ctx import Message, ToolCall, ToolMessage
+
+    span = [
+        Message("user", "Fix the parser. Never push to main without a review."),
+        Message(
+            "assistant",
+            "",
+            tool_calls=[ToolCall("c1", "bash", {"command": "pytest tests/test_parse.py -q"})],
+        ),
+        ToolMessage('{"reservation_id": "2FBBAH", "amount": 1234, "ok": true}', tool_call_id="c1"),
+        Message("assistant", "Now:\n```\nopen src/parse.py 293\n```"),
+        Message("user", "Traceback (most recent call last):\nValueError: bad token at 3"),
+    ]
+    flags = corpus_loo._observation_flags(span)
+    assert flags == [False, False, True, False, True]
+    found = corpus_loo.candidates(span, flags)
+    assert found["command"] == {"pytest tests/test_parse.py -q", "open src/parse.py 293"}
+    assert {"tests/test_parse.py", "src/parse.py"} <= found["path"]
+    assert found["value"] == {"2FBBAH", "1234"}
+    assert found["error"] == {"ValueError: bad token at 3"}
+    assert found["rule"] == {"Never push to main without a review"}
+    need = corpus_loo.needed(found, "I will refund 2FBBAH; the ValueError is gone.", "")
+    assert need["value"] == ["2FBBAH"]  # 1234 is not used again
+    assert need["error"] == ["ValueError: bad token at 3"]
+    assert need["rule"] == ["Never push to main without a review"]  # rules stay in force
+    assert not corpus_loo.contains("x 21234 y", "1234")
+
+
+def test_corpus_one_file_end_to_end(corpus_loo: ModuleType) -> None:
+    path = corpus_loo.CORPUS / "taubench_gpt-4o_airline_task2_trial1.openai.json"
+    if not path.exists():
+        pytest.skip(f"no corpus at {corpus_loo.CORPUS}")
+    result = corpus_loo.evaluate(path)
+    for share in ("5%", "10%"):
+        row = result["shares"][share]
+        assert row["needed"] > 0 and row["applied"]
+        assert 0 <= row["kept"] <= row["needed"]
+        assert row["checkpoint_tokens"] > 0
