@@ -68,7 +68,20 @@ tuned on ``claudecode_opus46_session_precompact``, so that file is marked
 *tuned*).
 
 Run: ``python benchmarks/corpus_loo.py`` (writes ``benchmarks/results/corpus_loo.json``
-and ``.md``); ``--files NAME ...`` for some files; ``--extra PATH ...`` for more.
+and ``.md``); ``--files NAME ...`` for some files; ``--extra SPEC ...`` for transcripts
+outside the corpus, scored and pooled apart (``--source TEXT`` notes where each came from).
+A SPEC is an OpenAI Chat JSON array, a SWE-agent ``.traj`` file, or tau-bench's
+``historical_trajectories/*.json`` followed by ``#TASK_ID:TRIAL``. The committed run's
+outside set, from clones of the public repositories (MIT), not committed here::
+
+    git -C tau-bench show 59a200c:historical_trajectories/gpt-4o-airline.json > airline.json
+    git -C SWE-agent show 3ea751c:tests/test_data/trajectories/gpt4__swe-agent__test-repo__\
+    default_from_url__t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj > i1.traj
+    git -C SWE-agent show 3ea751c:trajectories/demonstrations/replay__marshmallow-code__\
+    marshmallow-1867__function_calling__install-1/marshmallow-code__marshmallow-1867.traj \
+        > marshmallow.traj
+    python benchmarks/corpus_loo.py --extra "airline.json#3:0" "airline.json#13:0" \
+        i1.traj marshmallow.traj
 """
 
 from __future__ import annotations
