@@ -334,7 +334,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="one seed, 20%%, two rounds")
     parser.add_argument("--specs", nargs="*", default=list(SPECS), help="our module:Class specs")
     parser.add_argument("--no-builtins", action="store_true", help="skip the kit's built-ins")
-    parser.add_argument("--out", help="results name (default: conformance[-quick])")
+    parser.add_argument(
+        "--out", help="results name in benchmarks/results, or a path prefix (default: conformance)"
+    )
     args = parser.parse_args(argv)
     budgets, seeds, rounds = ("20%", "1", 2) if args.quick else (BUDGETS, SEEDS, ROUNDS)
     common = ["--budgets", budgets, "--seeds", seeds, "--rounds", str(rounds)]
@@ -352,9 +354,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         seconds=round(time.perf_counter() - started, 1),
     )
     name = args.out or ("conformance-quick" if args.quick else "conformance")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(markdown(payload), encoding="utf-8")
+    out = Path(name) if "/" in name else RESULTS / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (out.parent / f"{out.name}.json").write_text(
+        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
+    )
+    (out.parent / f"{out.name}.md").write_text(markdown(payload), encoding="utf-8")
     print("\n".join(summary_table(payload)))
     return payload
 

@@ -52,8 +52,9 @@ For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
    compared case-insensitively with whitespace collapsed). Reported per file,
    per kind and pooled (pooled = all needed details of all files together).
    Also: the *junk rate* of the items the checkpoint lists (its ``preserved``
-   details and, when the checkpoint has one, its ledger entries): an item that
-   is not found in the transcript, or is trivial (under 3 letters or digits, or a
+   details and the ledger entries it shows): an item that is not found in the
+   transcript (verbatim, or every exact-looking token of it, or half its words
+   when it has none), or is trivial (under 3 letters or digits, or a
    bare one- or two-digit number);
    the checkpoint's size (tokens of the checkpoint message) over the size
    asked, which must be at most 1.25; and whether the compacted history (the
@@ -93,7 +94,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -353,18 +354,16 @@ def needed(found: dict[str, set[str]], tail_text: str, prefix_text: str) -> dict
 
 
 def listed_items(checkpoint: Checkpoint) -> list[str]:
-    """The items a checkpoint lists: its preserved details and, if it has one, its ledger."""
+    """The items a checkpoint lists: its preserved details and the ledger entries it shows."""
     items = [str(item) for item in checkpoint.preserved]
+    shown = getattr(checkpoint, "shown_entries", None)
     ledger = getattr(checkpoint, "ledger", None)
-    entries = getattr(ledger, "entries", ledger)
-    if entries is not None and not isinstance(entries, (str, bytes)):
-        try:
-            iterator = iter(entries)
-        except TypeError:
-            iterator = iter(())
-        for entry in iterator:
-            value = getattr(entry, "value", entry)
-            items.append(str(value))
+    entries: Iterable[Any] = ()
+    if callable(shown):
+        entries = shown()
+    elif ledger is not None:
+        entries = getattr(ledger, "entries", ())
+    items += [str(getattr(entry, "value", entry)) for entry in entries]
     return items
 
 
@@ -372,6 +371,29 @@ def trivial(item: str) -> bool:
     """Says nothing on its own: under 3 letters or digits, or a bare one- or two-digit number."""
     text = item.strip()
     return sum(ch.isalnum() for ch in text) < 3 or (text.isdigit() and len(text) < 3)
+
+
+_TOKEN = re.compile(r"[\w./:@#$%+-]+")
+
+
+def grounded(item: str, flat: str, words: set[str]) -> bool:
+    """Is ``item`` from the transcript? Verbatim (a trailing ellipsis of a clipped value
+    aside); or, when it has exact-looking tokens (with a digit, or ``/ _ . :`` inside), all
+    of them are in it (glue a renderer adds, "→ ok", "(modified)", is not junk); or, with
+    none, at least half of its words are."""
+    text = norm(item).rstrip(".…").strip()
+    if not text or text in flat:
+        return True
+    tokens = [t.strip(".,:;()[]'\"`-") for t in _TOKEN.findall(text)]
+    exact = [
+        t
+        for t in tokens
+        if len(t) >= 3 and (any(ch.isdigit() for ch in t) or re.search(r"\w[/_.:]\w", t))
+    ]
+    if exact:
+        return all(t in flat for t in exact)
+    plain = [w for w in re.findall(r"\w+", text) if len(w) >= 3]
+    return not plain or sum(w in words for w in plain) >= 0.5 * len(plain)
 
 
 def compact(head: Sequence[Component], share: float) -> tuple[list[Component], dict[str, Any]]:
@@ -498,6 +520,7 @@ def evaluate(spec: str | Path) -> dict[str, Any]:
         }
     )
     flat = norm("\n".join(text_of(c) for c in span))
+    words = set(re.findall(r"\w+", flat))
     original_problems = problems(span)
     result: dict[str, Any] = {
         "file": name,
@@ -514,7 +537,7 @@ def evaluate(spec: str | Path) -> dict[str, Any]:
         seen = norm("\n".join(text_of(c) for c in out))
         kept = {k: [item for item in v if contains(seen, item)] for k, v in need.items()}
         items = [item for cp in info.pop("checkpoints") for item in listed_items(cp)]
-        junk = [item for item in items if trivial(item) or norm(item) not in flat]
+        junk = [item for item in items if trivial(item) or not grounded(item, flat, words)]
         history = [*out, *tail]
         new_problems = [p for p in problems(history) if p not in original_problems]
         n_need = sum(len(v) for v in need.values())
@@ -671,7 +694,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", nargs="*", help="corpus file names (default: all)")
     parser.add_argument("--extra", nargs="*", default=[], help="more OpenAI-format transcripts")
-    parser.add_argument("--out", default="corpus_loo", help="results name")
+    parser.add_argument(
+        "--out", default="corpus_loo", help="results name in benchmarks/results, or a path prefix"
+    )
     parser.add_argument(
         "--source", action="append", default=[], help="where an --extra file came from (noted)"
     )
@@ -700,12 +725,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if outside
         else {},
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(
+    out = Path(args.out) if "/" in args.out else RESULTS / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (out.parent / f"{out.name}.json").write_text(
         json.dumps(payload, indent=2) + "\n", encoding="utf-8"
     )
     text = markdown(payload)
-    (RESULTS / f"{args.out}.md").write_text(text, encoding="utf-8")
+    (out.parent / f"{out.name}.md").write_text(text, encoding="utf-8")
     print(text)
     return payload
 

@@ -151,3 +151,14 @@ def test_corpus_one_file_end_to_end(corpus_loo: ModuleType) -> None:
         assert row["needed"] > 0 and row["applied"]
         assert 0 <= row["kept"] <= row["needed"]
         assert row["checkpoint_tokens"] > 0
+
+
+def test_junk_is_an_item_not_grounded_in_the_transcript(corpus_loo: ModuleType) -> None:
+    flat = corpus_loo.norm("ran ls -la /srv/app-0rt/ then edit 1:1; the vault code yopum-31")
+    words = set(flat.replace(";", " ").split())
+    assert corpus_loo.grounded("ls -la /srv/app-0rt/ → ok", flat, words)  # renderer glue
+    assert corpus_loo.grounded("1:1 (modified)", flat, words)
+    assert corpus_loo.grounded("the vault code yopum-31 …", flat, words)  # clipped
+    assert not corpus_loo.grounded("vault code yopum-32", flat, words)  # invented id
+    assert not corpus_loo.grounded("blue cats sang", flat, words)
+    assert corpus_loo.trivial("42") and corpus_loo.trivial("ok") and not corpus_loo.trivial("$297")
