@@ -41,6 +41,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,6 +78,8 @@ SPECS = (
 )
 #: The docs' recommended number of recent messages kept verbatim (docs/summarization.md).
 KEEP_N = 4
+#: Where the adapter appends one JSON line per round, when set (the runner sets it).
+LOG_ENV = "MELLEA_CTX_CONFORMANCE_LOG"
 #: With no budget from the kit (``compaction-kit check`` without one), aim at this share.
 DEFAULT_SHARE = 0.25
 
@@ -104,6 +107,7 @@ class _Adapter:
     def __init__(self) -> None:
         self._last_text: str | None = None
         self._last_ctx: ChatContext | None = None
+        self._share = 0.0
 
     def make(self, budget_tokens: int, ctx: ChatContext) -> Compactor:
         """The compactor for ``ctx``, sized for ``budget_tokens`` of output."""
@@ -135,11 +139,26 @@ class _Adapter:
             budget_chars = max(1, int(len(text) * DEFAULT_SHARE))
         # The same rendering gives both figures, so the ratio carries its overheads.
         budget_tokens = max(1, int(budget_chars * ctx.token_count / max(1, len(text))))
+        if round_num == 1:  # the kit's budget is a share of the round-1 text
+            self._share = round(budget_chars / max(1, len(text)), 2)
         out = self.make(budget_tokens, ctx).compact(ctx)
         components = out.as_list()
         check_valid(components)
         rendered = render(components)
         self._last_ctx, self._last_text = out, rendered
+        log = os.environ.get(LOG_ENV)
+        if log:  # the runner's diagnostics: is an overshoot in tokens, or in the conversion?
+            row = {
+                "compactor": self.name,
+                "round": round_num,
+                "budget_chars": budget_chars,
+                "budget_tokens": budget_tokens,
+                "out_chars": len(rendered),
+                "out_tokens": out.token_count,
+                "share": self._share,
+            }
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
         return CompactedContext(text=rendered, compactor_name=self.name, round_num=round_num)
 
 
@@ -211,9 +230,11 @@ class Tiered(_Adapter):
 # --- the runner ----------------------------------------------------------------------------
 
 
-def run_kit(args: list[str]) -> dict[str, Any]:
+def run_kit(args: list[str], log: Path | None = None) -> dict[str, Any]:
     """One ``compaction-kit benchmark ... --format json`` run, with this repository importable."""
     env = dict(os.environ)
+    if log is not None:
+        env[LOG_ENV] = str(log)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(ROOT)) if p)
     kit = Path(sys.executable).with_name("compaction-kit")
     command = [
@@ -247,6 +268,38 @@ def rank(entries: list[dict[str, Any]], budgets: Sequence[float]) -> None:
         for position, entry in enumerate(group, start=1):
             entry["rank"] = position
     entries.sort(key=lambda e: (e["budget_fraction"], e["rank"]))
+
+
+def sizes(rows: list[dict[str, Any]], budgets: Sequence[float]) -> list[dict[str, Any]]:
+    """Per compactor and budget: the largest output over the size asked, in tokens and in
+    characters, so an overshoot shows as the compactor's or as the conversion's."""
+    out = []
+    names = sorted({r["compactor"] for r in rows})
+    for name in names:
+        mine = [r for r in rows if r["compactor"] == name]
+        # Budgets in characters differ per session; group by the share they were asked as.
+        for budget in budgets:
+            group = [r for r in mine if _share(r) == budget]
+            if not group:
+                continue
+            out.append(
+                {
+                    "compactor": name,
+                    "budget_fraction": budget,
+                    "rounds": len(group),
+                    "max_out_tokens_to_asked": round(
+                        max(r["out_tokens"] / r["budget_tokens"] for r in group), 3
+                    ),
+                    "max_out_chars_to_budget": round(
+                        max(r["out_chars"] / r["budget_chars"] for r in group), 3
+                    ),
+                }
+            )
+    return out
+
+
+def _share(row: dict[str, Any]) -> float:
+    return float(row.get("share", 0.0))
 
 
 def ours(name: str) -> bool:
@@ -318,6 +371,23 @@ def markdown(payload: dict[str, Any]) -> str:
         "",
         *summary_table(payload),
         "",
+        "## Ours: the largest output over the size asked",
+        "",
+        "In tokens (what our compactor was asked for) and in characters (what the kit "
+        "counts): a token figure at or under 1 with a character figure over it means the "
+        "conversion, not the compactor, overshot.",
+        "",
+        "| budget | compactor | rounds | tokens out / asked | characters out / budget |",
+        "|---|---|---:|---:|---:|",
+        *[
+            f"| {r['budget_fraction']:.0%} | {r['compactor']} | {r['rounds']} | "
+            f"{r['max_out_tokens_to_asked']:.2f} | {r['max_out_chars_to_budget']:.2f} |"
+            for r in sorted(
+                payload.get("ours_in_tokens", []),
+                key=lambda r: (r["budget_fraction"], r["compactor"]),
+            )
+        ],
+        "",
         "## Final survival by canary type (median over sessions)",
         "",
         *by_type_table(payload),
@@ -342,10 +412,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     common = ["--budgets", budgets, "--seeds", seeds, "--rounds", str(rounds)]
     started = time.perf_counter()
     runs = [] if args.no_builtins else [run_kit([*common, "--compactor", "all"])]
-    runs += [run_kit([*common, "--spec", spec]) for spec in args.specs]
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "rounds.jsonl"
+        runs += [run_kit([*common, "--spec", spec], log) for spec in args.specs]
+        rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     payload = dict(runs[0])
     payload["entries"] = [e for run in runs for e in run["entries"]]
     rank(payload["entries"], payload["budgets"])
+    payload["ours_in_tokens"] = sizes(rows, payload["budgets"])
     payload.update(
         budgets_arg=budgets,
         seeds_arg=seeds,
