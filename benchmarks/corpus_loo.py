@@ -61,6 +61,9 @@ For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
    compacted part plus the tail) validates for OpenAI and Anthropic
    (``validate_openai`` / ``validate_anthropic``; problems the original already
    had are shown next to it).
+5. **Token budget.** Separately, whether ``TokenBudgetCompactor`` with its
+   defaults (``max_tokens`` and ``target_tokens`` at half the span) compacts the
+   first 80% at all, and where it lands.
 
 **Leave-one-out.** No rule above was written for one file; each file's score
 is reported on its own, and a file whose score is more than 25 points above
@@ -94,6 +97,7 @@ import re
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,6 +108,7 @@ from mellea_ctx import (
     Component,
     ExtractiveBackend,
     LLMSummarizeCompactor,
+    TokenBudgetCompactor,
     from_openai,
     validate_anthropic,
     validate_openai,
@@ -428,6 +433,30 @@ def compact(head: Sequence[Component], share: float) -> tuple[list[Component], d
     }
 
 
+def token_budget(head: Sequence[Component]) -> dict[str, Any]:
+    """Does ``TokenBudgetCompactor``, with its defaults, compact the span to half its size?
+
+    Agent runs are often one user turn of many model steps, which a budget by user turns
+    cannot cut (issue 21, item 6): this records whether it applied and where it landed.
+    """
+    ctx = ChatContext()
+    for component in head:
+        ctx = ctx.add(component)
+    target = max(1, ctx.token_count // 2)
+    compactor = TokenBudgetCompactor(
+        max_tokens=target, target_tokens=target, default_backend=ExtractiveBackend(), timeout=600
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compactor.compact(ctx)
+    return {
+        "target_tokens": target,
+        "tokens_after": out.token_count,
+        "applied": any(isinstance(c, Checkpoint) for c in out.as_list()),
+        "warnings": [str(w.message)[:200] for w in caught],
+    }
+
+
 def problems(history: Sequence[Component]) -> list[str]:
     items = list(history)
     return [f"openai: {p}" for p in validate_openai(items)] + [
@@ -530,6 +559,7 @@ def evaluate(spec: str | Path) -> dict[str, Any]:
         "candidates": {k: len(v) for k, v in found.items()},  # "name" has none: see below
         "needed": {k: len(v) for k, v in need.items()},
         "original_problems": original_problems,
+        "token_budget": token_budget(head),
         "shares": {},
     }
     for share in SHARES:
@@ -598,8 +628,8 @@ def _table(files: list[dict[str, Any]], pooled_rows: list[tuple[str, dict[str, A
         + " | ".join(f"kept at {s}" for s in shares)
         + " | "
         + " | ".join(f"size / asked at {s}" for s in shares)
-        + " | junk / listed items | validates | flag |",
-        "|---|---:|" + "---:|" * (2 * len(shares)) + "---:|---|---|",
+        + " | junk / listed items | validates | token budget applies | flag |",
+        "|---|---:|" + "---:|" * (2 * len(shares)) + "---:|---|---|---|",
     ]
     for r in files:
         cells = [r["shares"][s] for s in shares]
@@ -612,8 +642,15 @@ def _table(files: list[dict[str, Any]], pooled_rows: list[tuple[str, dict[str, A
         junk = ", ".join(f"{c['junk']}/{c['listed_items']}" for c in cells)
         valid = "yes" if all(c["validates"] for c in cells) else "NO"
         flag = "far above the others" if any(c.get("flag") for c in cells) else ""
+        budget = r["token_budget"]
+        applies = (
+            f"yes ({budget['tokens_after'] / budget['target_tokens']:.2f} of the target)"
+            if budget["applied"]
+            else "no"
+        )
         lines.append(
-            f"| {name} | {cells[0]['needed']} | {scores} | {sizes} | {junk} | {valid} | {flag} |"
+            f"| {name} | {cells[0]['needed']} | {scores} | {sizes} | {junk} | {valid} "
+            f"| {applies} | {flag} |"
         )
     for label, row in pooled_rows:
         cells = [row[s] for s in shares]
@@ -624,7 +661,7 @@ def _table(files: list[dict[str, Any]], pooled_rows: list[tuple[str, dict[str, A
         sizes = " | ".join(f"max {c['max_size_ratio']:.2f}" for c in cells)
         junk = ", ".join(f"{c['junk']}/{c['listed_items']} ({c['junk_rate']:.1%})" for c in cells)
         valid = "yes" if all(c["all_validate"] for c in cells) else "NO"
-        lines.append(f"| **{label}** | | {scores} | {sizes} | {junk} | {valid} | |")
+        lines.append(f"| **{label}** | | {scores} | {sizes} | {junk} | {valid} | | |")
     return lines
 
 
