@@ -347,6 +347,42 @@ def by_type_table(payload: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: Issue 21's "Done when": canaries kept, updates resolved (at 20% and 30%), stale at most.
+GOALS = {0.1: (0.60, None), 0.2: (0.95, 0.90), 0.3: (1.00, 0.90)}
+STALE_AT_MOST = 4
+
+
+def goals(payload: dict[str, Any]) -> list[str]:
+    """Each of ours against issue 21's goals, budget by budget."""
+    lines = [
+        "| compactor | budget | kept (goal) | resolved (goal) | stale (goal: at most "
+        f"{STALE_AT_MOST}) | compliant | all met |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for e in payload["entries"]:
+        if not ours(e["compactor"]) or e["budget_fraction"] not in GOALS:
+            continue
+        kept_goal, resolved_goal = GOALS[e["budget_fraction"]]
+        kept = e["randomized"]["overall_final_survival"]
+        resolved = e["semantic"]["resolved_rate"]
+        stale = e["semantic"]["conflicts"]["stale"]
+        checks = [
+            kept >= kept_goal,
+            resolved_goal is None or resolved >= resolved_goal,
+            stale <= STALE_AT_MOST,
+            e["budget_compliant"],
+        ]
+        resolved_cell = f"{resolved:.1%}" + (
+            f" (≥ {resolved_goal:.0%})" if resolved_goal is not None else ""
+        )
+        lines.append(
+            f"| {e['compactor']} | {e['budget_fraction']:.0%} | {kept:.1%} (≥ {kept_goal:.0%}) "
+            f"| {resolved_cell} | {stale}/{e['semantic']['conflicts']['n']} "
+            f"| {'yes' if e['budget_compliant'] else 'NO'} | {'yes' if all(checks) else 'NO'} |"
+        )
+    return lines
+
+
 def markdown(payload: dict[str, Any]) -> str:
     head = [
         "# compaction-conformance-kit budget benchmark: ours next to the kit's built-ins",
@@ -366,6 +402,10 @@ def markdown(payload: dict[str, Any]) -> str:
         "absent. Stale value shown: conflicts whose superseded value is in the text. "
         "Compliant: every round's output within the character budget (nothing truncated by "
         "the adapter).",
+        "",
+        "## Ours against issue 21's goals",
+        "",
+        *goals(payload),
         "",
         "## Summary",
         "",

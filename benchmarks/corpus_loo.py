@@ -687,6 +687,34 @@ def _details(files: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def goals(payload: dict[str, Any]) -> list[str]:
+    """The corpus against issue 21's goals."""
+    pooled_, files = payload["pooled"], payload["files"]
+    tuned = [r for r in files if TUNED in r["file"]]
+
+    def score(row: dict[str, Any]) -> float:
+        return float(row["score"] or 0.0)
+
+    rows = [
+        ("pooled at 5%", f"{score(pooled_['5%']):.0%}", "≥ 85%", score(pooled_["5%"]) >= 0.85),
+        ("pooled at 10%", f"{score(pooled_['10%']):.0%}", "≥ 90%", score(pooled_["10%"]) >= 0.90),
+    ]
+    for r in tuned:
+        worst = min(score(r["shares"][s]) for s in r["shares"])
+        rows.append(("the tuned span, both sizes", f"{worst:.0%}", "≥ 90%", worst >= 0.90))
+    junk = max(p["junk_rate"] for p in pooled_.values())
+    rows.append(("junk among listed items", f"{junk:.1%}", "< 5%", junk < 0.05))
+    size = max(p["max_size_ratio"] for p in pooled_.values())
+    rows.append(("largest checkpoint / size asked", f"{size:.2f}", "≤ 1.25", size <= 1.25))
+    valid = all(p["all_validate"] for p in pooled_.values())
+    rows.append(("every compacted history validates", "yes" if valid else "NO", "yes", valid))
+    return [
+        "| goal | measured | target | met |",
+        "|---|---:|---:|---|",
+        *[f"| {a} | {b} | {c} | {'yes' if d else 'NO'} |" for a, b, c, d in rows],
+    ]
+
+
 def markdown(payload: dict[str, Any]) -> str:
     lines = [
         "# Corpus fidelity, leave-one-out",
@@ -698,6 +726,10 @@ def markdown(payload: dict[str, Any]) -> str:
         "it again (rules always), kept when it is in the compacted part. Flag: a score more "
         f"than {FLAG_POINTS:.0%} points above the mean of the other files.",
         f"mellea_ctx from `{payload['mellea_ctx']}`.",
+        "",
+        "## The corpus against issue 21's goals",
+        "",
+        *goals(payload),
         "",
         "## The corpus",
         "",
