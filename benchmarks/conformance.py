@@ -75,6 +75,7 @@ SPECS = (
     "benchmarks.conformance:Summarize",
     "benchmarks.conformance:TokenBudget",
     "benchmarks.conformance:Tiered",
+    "benchmarks.conformance:SummarizeFromText",
 )
 #: The docs' recommended number of recent messages kept verbatim (docs/summarization.md).
 KEEP_N = 4
@@ -184,6 +185,20 @@ class Summarize(_Adapter):
             keep_n=KEEP_N,
             model_options={"max_tokens": summary},
         )
+
+
+class SummarizeFromText(Summarize):
+    """:class:`Summarize` without carried state: every round re-reads the kit's text.
+
+    Not how a session runs (it keeps its checkpoints, ledger and all); shown so the gain of
+    carrying state across chained compactions is measured, not assumed.
+    """
+
+    name = "mellea-ctx summarize, re-read from text each round"
+
+    def context(self, turns: list[Turn], round_num: int) -> ChatContext:
+        self._last_ctx = None
+        return super().context(turns, round_num)
 
 
 class TokenBudget(_Adapter):
