@@ -182,7 +182,8 @@ def conformance(session: nox.Session) -> None:
     Not in the default run. Writes benchmarks/results/conformance.{json,md} and
     corpus_loo.{json,md} (docs/benchmarks.md). ``nox -s conformance -- --quick`` for one seed
     at one budget (conformance-quick.*, not committed); the corpus is read from
-    ``$MELLEA_CTX_CORPUS`` or ``shared/corpus`` next to the repository.
+    ``$MELLEA_CTX_CORPUS`` or ``shared/corpus`` next to the repository, and transcripts
+    outside it from ``$MELLEA_CTX_OUTSIDE`` when set (benchmarks/corpus_loo.py says which).
     """
     session.install("-e", ".", CONFORMANCE_KIT)
     session.run("python", "benchmarks/conformance.py", *session.posargs)

@@ -76,16 +76,13 @@ and ``.md``); ``--files NAME ...`` for some files; ``--extra SPEC ...`` for tran
 outside the corpus, scored and pooled apart (``--source TEXT`` notes where each came from).
 A SPEC is an OpenAI Chat JSON array, a SWE-agent ``.traj`` file, or tau-bench's
 ``historical_trajectories/*.json`` followed by ``#TASK_ID:TRIAL``. The committed run's
-outside set, from clones of the public repositories (MIT), not committed here::
-
-    git -C tau-bench show 59a200c:historical_trajectories/gpt-4o-airline.json > airline.json
-    git -C SWE-agent show 3ea751c:tests/test_data/trajectories/gpt4__swe-agent__test-repo__\
-    default_from_url__t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj > i1.traj
-    git -C SWE-agent show 3ea751c:trajectories/demonstrations/replay__marshmallow-code__\
-    marshmallow-1867__function_calling__install-1/marshmallow-code__marshmallow-1867.traj \
-        > marshmallow.traj
-    python benchmarks/corpus_loo.py --extra "airline.json#3:0" "airline.json#13:0" \
-        i1.traj marshmallow.traj
+outside set (``OUTSIDE`` below: tau-bench at ``59a200c``, SWE-agent at ``3ea751c``, both MIT;
+read from clones of the public repositories, never committed here) is run by
+``--outside DIR`` (or ``$MELLEA_CTX_OUTSIDE``, which ``nox -s conformance`` passes on), DIR
+holding the three files named in ``OUTSIDE`` (tau-bench's
+``historical_trajectories/gpt-4o-airline.json`` and two SWE-agent ``.traj`` files), e.g.
+``git -C tau-bench show 59a200c:historical_trajectories/gpt-4o-airline.json >
+tau-bench_gpt-4o-airline.json``.
 """
 
 from __future__ import annotations
@@ -127,6 +124,29 @@ def _corpus() -> Path:
 
 
 CORPUS = _corpus()
+#: The outside set of the committed run: (file in the --outside folder, selector, source).
+TAU = "sierra-research/tau-bench at 59a200c6d575d595120f1cb70fea53cef0632f6b (MIT)"
+SWE = "SWE-agent/SWE-agent at 3ea751c087f32b16e039a2233dd6eefecef325d5 (MIT)"
+OUTSIDE = (
+    (
+        "tau-bench_gpt-4o-airline.json",
+        "#3:0",
+        f"{TAU}: historical_trajectories/gpt-4o-airline.json, task 3 trial 0",
+    ),
+    ("tau-bench_gpt-4o-airline.json", "#13:0", f"{TAU}: the same file, task 13 trial 0"),
+    (
+        "sweagent_gpt4_test-repo-i1.traj",
+        "",
+        f"{SWE}: tests/test_data/trajectories/gpt4__swe-agent__test-repo__default_from_url__"
+        "t-0.00__p-0.95__c-3.00__install-1/swe-agent__test-repo-i1.traj (text actions)",
+    ),
+    (
+        "sweagent_fc_marshmallow-1867.traj",
+        "",
+        f"{SWE}: trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__"
+        "function_calling__install-1/marshmallow-code__marshmallow-1867.traj (function calling)",
+    ),
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 TUNED = "claudecode_opus46_session_precompact"
 SHARES = (0.05, 0.10)
@@ -769,10 +789,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--source", action="append", default=[], help="where an --extra file came from (noted)"
     )
+    parser.add_argument(
+        "--outside",
+        default=os.environ.get("MELLEA_CTX_OUTSIDE"),
+        help="a folder with the committed run's outside set (see the docstring); "
+        "default: $MELLEA_CTX_OUTSIDE",
+    )
     args = parser.parse_args(argv)
     paths = sorted(CORPUS.glob("*.openai.json"))
     if args.files:
         paths = [p for p in paths if any(f in p.name for f in args.files)]
+    if args.outside:
+        folder = Path(args.outside)
+        args.extra += [str(folder / name) + selector for name, selector, _ in OUTSIDE]
+        args.source += [source for _, _, source in OUTSIDE]
     results = []
     for path in paths:
         print(f"{path.name} ...", file=sys.stderr)
