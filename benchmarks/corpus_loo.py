@@ -74,7 +74,8 @@ tuned on ``claudecode_opus46_session_precompact``, so that file is marked
 Run: ``python benchmarks/corpus_loo.py`` (writes ``benchmarks/results/corpus_loo.json``
 and ``.md``); ``--files NAME ...`` for some files; ``--extra SPEC ...`` for transcripts
 outside the corpus, scored and pooled apart (``--source TEXT`` notes where each came from).
-A SPEC is an OpenAI Chat JSON array, a SWE-agent ``.traj`` file, or tau-bench's
+A SPEC is an OpenAI Chat or Anthropic Messages JSON array, a SWE-agent ``.traj`` or
+mini-swe-agent ``traj.json`` file, or tau-bench's
 ``historical_trajectories/*.json`` followed by ``#TASK_ID:TRIAL``. The committed run's
 outside set (``OUTSIDE`` below: tau-bench at ``59a200c``, SWE-agent at ``3ea751c``, both MIT;
 read from clones of the public repositories, never committed here) is run by
@@ -106,6 +107,7 @@ from mellea_ctx import (
     ExtractiveBackend,
     LLMSummarizeCompactor,
     TokenBudgetCompactor,
+    from_anthropic,
     from_openai,
     validate_anthropic,
     validate_openai,
@@ -514,13 +516,50 @@ def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def load(spec: str) -> tuple[str, list[dict[str, Any]]]:
-    """``spec``: an OpenAI Chat JSON array; a SWE-agent ``.traj`` (its ``history``); or
+def _text_content(content: Any) -> Any:
+    """A list of text parts (mini-swe-agent, some SDKs) as one string."""
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return content
+
+
+def _anthropic(data: Any) -> bool:
+    """Messages API turns: content blocks with a ``type`` and no OpenAI tool keys."""
+    return (
+        isinstance(data, list)
+        and any(
+            isinstance(m, dict)
+            and isinstance(m.get("content"), list)
+            and any(
+                isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result")
+                for b in m["content"]
+            )
+            for m in data
+        )
+        and not any(
+            isinstance(m, dict) and ("tool_calls" in m or m.get("role") == "tool") for m in data
+        )
+    )
+
+
+def load(spec: str) -> tuple[str, list[Component]]:
+    """``spec``: an OpenAI Chat JSON array; an Anthropic Messages JSON array; a SWE-agent
+    ``.traj`` (its ``history``); a mini-swe-agent ``traj.json`` (its ``messages``); or
     tau-bench's ``historical_trajectories/*.json`` with ``#TASK_ID:TRIAL`` after the path."""
     path, _, selector = spec.partition("#")
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    name = Path(path).name.removesuffix(".json").removesuffix(".openai")
-    if isinstance(data, dict) and "history" in data:
+    name = Path(path).name.removesuffix(".json").removesuffix(".openai").removesuffix(".traj")
+    if _anthropic(data):
+        return name.removesuffix(".anthropic") + " (anthropic)", from_anthropic(data)
+    if isinstance(data, dict) and "messages" in data and "history" not in data:
+        messages = [
+            _openai_message({**m, "content": _text_content(m.get("content"))})
+            for m in data["messages"]
+            if m.get("role") in ("system", "user", "assistant", "tool")
+        ]
+    elif isinstance(data, dict) and "history" in data:
         messages = [_openai_message(m) for m in data["history"]]
         name = name.removesuffix(".traj")
     elif isinstance(data, list) and data and isinstance(data[0], dict) and "traj" in data[0]:
@@ -532,12 +571,11 @@ def load(spec: str) -> tuple[str, list[dict[str, Any]]]:
         name = f"{name}_task{task}_trial{trial or 0}"
     else:
         messages = data
-    return name, _unique_ids(messages)
+    return name, from_openai(_unique_ids(messages))
 
 
 def evaluate(spec: str | Path) -> dict[str, Any]:
-    name, messages = load(str(spec))
-    span = from_openai(messages)
+    name, span = load(str(spec))
     cut = split(span)
     head, tail = span[:cut], span[cut:]
     pre = prefix_len(head)

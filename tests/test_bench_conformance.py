@@ -162,3 +162,45 @@ def test_junk_is_an_item_not_grounded_in_the_transcript(corpus_loo: ModuleType) 
     assert not corpus_loo.grounded("vault code yopum-32", flat, words)  # invented id
     assert not corpus_loo.grounded("blue cats sang", flat, words)
     assert corpus_loo.trivial("42") and corpus_loo.trivial("ok") and not corpus_loo.trivial("$297")
+
+
+def test_loaders_read_the_agent_formats(corpus_loo: ModuleType, tmp_path: Path) -> None:
+    import json
+
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    swe = {
+        "history": [
+            {"role": "system", "content": "You are an agent.", "agent": "main"},
+            {"role": "assistant", "content": "ls", "tool_calls": [call], "thought": "x"},
+            {"role": "tool", "content": "a.py", "tool_call_ids": ["c1"]},
+        ]
+    }
+    mini = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Fix it."}]}]}
+    tau = [
+        {"task_id": 3, "trial": 0, "traj": [{"role": "user", "content": "Hi", "name": "u"}]},
+        {"task_id": 3, "trial": 1, "traj": [{"role": "user", "content": "Other"}]},
+    ]
+    anthropic = [
+        {"role": "user", "content": "List files."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
+    ]
+    for name, data in [
+        ("s.traj", swe),
+        ("m.traj.json", mini),
+        ("t.json", tau),
+        ("a.json", anthropic),
+    ]:
+        (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+    _, span = corpus_loo.load(str(tmp_path / "s.traj"))
+    assert [c.role for c in span] == ["system", "assistant", "tool"]
+    assert span[2].tool_call_id == "c1"
+    _, span = corpus_loo.load(str(tmp_path / "m.traj.json"))
+    assert span[0].content == "Fix it."
+    name, span = corpus_loo.load(str(tmp_path / "t.json") + "#3:1")
+    assert span[0].content == "Other" and name.endswith("task3_trial1")
+    _, span = corpus_loo.load(str(tmp_path / "a.json"))
+    assert [c.role for c in span] == ["user", "assistant", "tool"]
