@@ -257,11 +257,21 @@ def _json_values(text: str) -> Iterator[str]:
 
 
 def _path_like(token: str) -> bool:
+    """A file or folder path: segments of name characters (no regex, glob or shell syntax),
+    the last not a bare number (``render/2`` is a function's arity), or a name.ext."""
     token = token.strip("'\"`,()[]")
     if not token or " " in token or "://" in token or len(token) > 200 or token.startswith("-"):
         return False
-    if "/" in token and re.search(r"[A-Za-z]", token) and not token.startswith("/dev/"):
-        return len(token) > 3
+    if "/" in token:
+        segments = [p for p in token.split("/") if p]
+        return (
+            len(token) > 3
+            and not token.startswith("/dev/")
+            and bool(segments)
+            and all(re.fullmatch(r"[\w.@~+-]+", p) for p in segments)
+            and not segments[-1].isdigit()
+            and bool(re.search(r"[A-Za-z]", token))
+        )
     return (
         bool(re.fullmatch(r"[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}", token)) and not token[0].isdigit()
     )
