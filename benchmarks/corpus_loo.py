@@ -29,9 +29,10 @@ For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
      tests;
    * ``commit``: a hexadecimal word of 7-40 characters on a line of tool output
      that names a commit (``[branch hash]``, ``commit hash``);
-   * ``rule``: a sentence of a user message (not a tool observation) of at most
-     300 characters with a modal word (never, always, must, do not, don't,
-     only, make sure, should not) that reads as prose (90% letters, spaces and
+   * ``rule``: a sentence of a user message (not a tool observation), without a
+     short label in front (``IMPORTANT:``), of at most 300 characters with a
+     modal word (never, always, must, do not, don't, only, make sure, should
+     not) that reads as prose (90% letters, spaces and
      punctuation; not a numbered file-listing line).
 
    * ``name``: a finding: a span the agent's prose in the tail quotes as code
@@ -166,6 +167,7 @@ _TEST_LINE = re.compile(
     re.I,
 )
 _COMMIT_LINE = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\]|^commit ([0-9a-f]{7,40})\b", re.M)
+_LABEL = re.compile(r"^\**[A-Za-z][A-Za-z ]{0,24}:\**\s+(?=\S)")
 _BACKTICKED = re.compile(r"(?<!`)`([^`\n]{3,80})`(?!`)")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||\||;|2>&1)\s*")
@@ -357,7 +359,8 @@ def candidates(span: Sequence[Component], observation: Sequence[bool]) -> dict[s
                 found["commit"].add(match.group(1) or match.group(2))
         elif component.role == "user":
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", content):
-                sentence = sentence.strip(" -*#>\t")
+                # A short label in front ("IMPORTANT:", "Safety rule:") is not the rule.
+                sentence = _LABEL.sub("", sentence.strip(" -*#>\t")).strip(" *")
                 if 12 <= len(sentence) <= 300 and _MODAL.search(sentence) and prose(sentence):
                     found["rule"].add(sentence.rstrip("."))
     return found
