@@ -748,6 +748,14 @@ def _details(files: list[dict[str, Any]]) -> list[str]:
             + " | ".join(f"{k}/{n}" if n else "-" for k, n in (by[x] for x in KINDS))
             + " |"
         )
+    totals = [
+        (
+            sum(r["shares"][share]["by_kind"][k][0] for r in files),
+            sum(r["shares"][share]["by_kind"][k][1] for r in files),
+        )
+        for k in KINDS
+    ]
+    lines.append("| **pooled** | " + " | ".join(f"{k}/{n}" if n else "-" for k, n in totals) + " |")
     lines += ["", f"Lost at {share} (the first few of each kind):", ""]
     for r in files:
         lost = r["shares"][share]["lost"]
