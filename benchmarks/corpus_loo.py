@@ -76,13 +76,14 @@ Run: ``python benchmarks/corpus_loo.py`` (writes ``benchmarks/results/corpus_loo
 and ``.md``); ``--files NAME ...`` for some files; ``--extra SPEC ...`` for transcripts
 outside the corpus, scored and pooled apart (``--source TEXT`` notes where each came from).
 A SPEC is an OpenAI Chat or Anthropic Messages JSON array, a SWE-agent ``.traj`` or
-mini-swe-agent ``traj.json`` file, or tau-bench's
+mini-swe-agent ``traj.json`` file, a Claude Code ``.jsonl`` session log, or tau-bench's
 ``historical_trajectories/*.json`` followed by ``#TASK_ID:TRIAL``. The committed run's
-outside set (``OUTSIDE`` below: tau-bench at ``59a200c``, SWE-agent at ``3ea751c``, both MIT;
+outside set (``OUTSIDE`` below: tau-bench at ``59a200c``, SWE-agent at ``3ea751c``,
+mini-swe-agent at ``a83fcae``, two Claude Code sub-agents of marot/spotter at ``8cc42b0``
+that the corpus does not hold, all MIT;
 read from clones of the public repositories, never committed here) is run by
 ``--outside DIR`` (or ``$MELLEA_CTX_OUTSIDE``, which ``nox -s conformance`` passes on), DIR
-holding the three files named in ``OUTSIDE`` (tau-bench's
-``historical_trajectories/gpt-4o-airline.json`` and two SWE-agent ``.traj`` files), e.g.
+holding the files named in ``OUTSIDE``, e.g.
 ``git -C tau-bench show 59a200c:historical_trajectories/gpt-4o-airline.json >
 tau-bench_gpt-4o-airline.json``.
 """
@@ -130,6 +131,8 @@ CORPUS = _corpus()
 #: The outside set of the committed run: (file in the --outside folder, selector, source).
 TAU = "sierra-research/tau-bench at 59a200c6d575d595120f1cb70fea53cef0632f6b (MIT)"
 SWE = "SWE-agent/SWE-agent at 3ea751c087f32b16e039a2233dd6eefecef325d5 (MIT)"
+MINI = "SWE-agent/mini-swe-agent at a83fcae82d2a08f0ee0c688f9d137b3566c097f8 (MIT)"
+SPOTTER = "marot/spotter at 8cc42b0bd39d04e71e509d7d58e6782ab435329f (MIT)"
 OUTSIDE = (
     (
         "tau-bench_gpt-4o-airline.json",
@@ -148,6 +151,23 @@ OUTSIDE = (
         "",
         f"{SWE}: trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__"
         "function_calling__install-1/marshmallow-code__marshmallow-1867.traj (function calling)",
+    ),
+    (
+        "mini_github_issue.traj.json",
+        "",
+        f"{MINI}: tests/test_data/github_issue.traj.json (text actions, observations as user)",
+    ),
+    (
+        "claudecode_subagent_a881341.jsonl",
+        "",
+        f"{SPOTTER}: test/fixtures/transcripts/258c7280-ae70-4798-800f-63464d01a85d/subagents/"
+        "agent-a881341.jsonl (Claude Code sub-agent, web research)",
+    ),
+    (
+        "claudecode_subagent_a93ccab.jsonl",
+        "",
+        f"{SPOTTER}: test/fixtures/transcripts/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/"
+        "agent-a93ccab.jsonl (Claude Code sub-agent, code exploration)",
     ),
 )
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -557,11 +577,83 @@ def _anthropic(data: Any) -> bool:
     )
 
 
+def _claude_code(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """A Claude Code session log (JSONL, one line per content block) as Messages API turns.
+
+    As the corpus README converts them: user and assistant lines only; the lines of one
+    response (one ``message.id``) merged; the tool results that arrive before the next
+    response gathered into one user turn, in the order of their calls; API fields only
+    (thinking left out: its signatures are redacted in published logs)."""
+    turns: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    last_id = None
+
+    def flush() -> None:
+        if not results:
+            return
+        calls = [b["id"] for b in turns[-1]["content"] if b["type"] == "tool_use"] if turns else []
+        results.sort(
+            key=lambda b: calls.index(b["tool_use_id"]) if b["tool_use_id"] in calls else 0
+        )
+        turns.append({"role": "user", "content": list(results)})
+        results.clear()
+
+    for line in lines:
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        kind, message = record.get("type"), record.get("message") or {}
+        content = message.get("content")
+        if kind == "assistant" and isinstance(content, list):
+            blocks = []
+            for b in content:
+                if b.get("type") == "text" and str(b.get("text", "")).strip():
+                    blocks.append({"type": "text", "text": b["text"]})
+                elif b.get("type") == "tool_use":
+                    blocks.append(
+                        {"type": "tool_use", "id": b["id"], "name": b["name"], "input": b["input"]}
+                    )
+            if not blocks:
+                continue
+            if turns and turns[-1]["role"] == "assistant" and message.get("id") == last_id:
+                turns[-1]["content"] += blocks
+                continue
+            flush()
+            turns.append({"role": "assistant", "content": blocks})
+            last_id = message.get("id")
+        elif kind == "user":
+            if isinstance(content, str):
+                flush()
+                turns.append({"role": "user", "content": content})
+                continue
+            for b in content or ():
+                if b.get("type") == "tool_result":
+                    body = b.get("content")
+                    if isinstance(body, list):
+                        body = "\n".join(
+                            str(x.get("text", "")) for x in body if isinstance(x, dict)
+                        )
+                    result = {"type": "tool_result", "tool_use_id": b["tool_use_id"]}
+                    result["content"] = "" if body is None else str(body)
+                    if b.get("is_error"):
+                        result["is_error"] = True
+                    results.append(result)
+                elif b.get("type") == "text" and str(b.get("text", "")).strip():
+                    flush()
+                    turns.append({"role": "user", "content": [{"type": "text", "text": b["text"]}]})
+    flush()
+    return turns
+
+
 def load(spec: str) -> tuple[str, list[Component]]:
     """``spec``: an OpenAI Chat JSON array; an Anthropic Messages JSON array; a SWE-agent
-    ``.traj`` (its ``history``); a mini-swe-agent ``traj.json`` (its ``messages``); or
+    ``.traj`` (its ``history``); a mini-swe-agent ``traj.json`` (its ``messages``); a Claude
+    Code session log (``.jsonl``); or
     tau-bench's ``historical_trajectories/*.json`` with ``#TASK_ID:TRIAL`` after the path."""
     path, _, selector = spec.partition("#")
+    if path.endswith(".jsonl"):
+        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).stem, from_anthropic(_claude_code(text.splitlines()))
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     name = Path(path).name.removesuffix(".json").removesuffix(".openai").removesuffix(".traj")
     if _anthropic(data):
@@ -766,6 +858,43 @@ def _details(files: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+#: Agent families by file name: the corpus and the outside set are compared family by family.
+FAMILIES = (
+    ("mini-swe-agent", ("minisweagent", "mini_")),
+    ("SWE-agent", ("sweagent",)),
+    ("tau-bench", ("taubench", "tau-bench")),
+    ("Claude Code", ("claudecode",)),
+)
+
+
+def family(name: str) -> str:
+    for label, prefixes in FAMILIES:
+        if name.startswith(prefixes):
+            return label
+    return "other"
+
+
+def families(payload: dict[str, Any]) -> list[str]:
+    """Per family, at each size: the corpus files' pooled score next to the outside ones'.
+
+    A family scoring far better on the corpus than outside it was tuned on the corpus."""
+    shares = [f"{s:.0%}" for s in SHARES]
+    lines = [
+        "| family | " + " | ".join(f"corpus at {s} | outside at {s}" for s in shares) + " |",
+        "|---|" + "---:|---:|" * len(shares),
+    ]
+    labels = sorted({family(r["file"]) for r in payload["files"] + payload.get("outside", [])})
+    for label in labels:
+        cells = []
+        for share in shares:
+            for group in (payload["files"], payload.get("outside", [])):
+                rows = [r["shares"][share] for r in group if family(r["file"]) == label]
+                kept, need = sum(x["kept"] for x in rows), sum(x["needed"] for x in rows)
+                cells.append(f"{kept}/{need} ({kept / need:.0%})" if need else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def goals(payload: dict[str, Any]) -> list[str]:
     """The corpus against issue 21's goals."""
     pooled_, files = payload["pooled"], payload["files"]
@@ -824,6 +953,10 @@ def markdown(payload: dict[str, Any]) -> str:
     ]
     if payload.get("outside"):
         lines += [
+            "",
+            "## By agent family: the corpus next to the outside set",
+            "",
+            *families(payload),
             "",
             "## Outside the corpus",
             "",
