@@ -204,3 +204,36 @@ def test_loaders_read_the_agent_formats(corpus_loo: ModuleType, tmp_path: Path) 
     assert span[0].content == "Other" and name.endswith("task3_trial1")
     _, span = corpus_loo.load(str(tmp_path / "a.json"))
     assert [c.role for c in span] == ["user", "assistant", "tool"]
+
+
+def test_claude_code_log_merges_a_response_and_orders_its_results(
+    corpus_loo: ModuleType,
+) -> None:
+    import json
+
+    def line(kind: str, content: object, mid: str | None = None) -> str:
+        message: dict[str, object] = {"role": kind, "content": content}
+        if mid:
+            message["id"] = mid
+        return json.dumps({"type": kind, "message": message})
+
+    use = {"type": "tool_use", "name": "Read", "input": {"file_path": "/a.py"}}
+    log = [
+        line("user", "Look at a.py and b.py."),
+        json.dumps({"type": "progress"}),
+        line("assistant", [{"type": "text", "text": "Reading."}], "m1"),
+        line("assistant", [{**use, "id": "t1"}], "m1"),
+        # A finished tool's result arrives between the lines of one response, and out of order.
+        line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]),
+        line("assistant", [{**use, "id": "t2"}], "m1"),
+        line("assistant", [{**use, "id": "t3"}], "m1"),
+        line("user", [{"type": "tool_result", "tool_use_id": "t3", "content": "C"}]),
+        line("user", [{"type": "tool_result", "tool_use_id": "t2", "content": "B"}]),
+        line("assistant", [{"type": "thinking", "thinking": "x", "signature": "s"}], "m2"),
+        line("assistant", [{"type": "text", "text": "Done."}], "m2"),
+    ]
+    turns = corpus_loo._claude_code(log)
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert [b["type"] for b in turns[1]["content"]] == ["text", *["tool_use"] * 3]
+    assert [b["tool_use_id"] for b in turns[2]["content"]] == ["t1", "t2", "t3"]
+    assert turns[3]["content"] == [{"type": "text", "text": "Done."}]  # thinking left out
