@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._backends.extractive import ExtractiveBackend
     from ._backends.openai import OpenAIBackend
     from ._backends.openai_responses import OpenAIResponsesBackend
+    from ._backends.pricing import Pricing
     from ._backends.scripted import ScriptedBackend, ScriptedReply
     from ._backends.windows import context_window, output_limit
     from ._compaction.clear_results import ClearToolResultsCompactor
@@ -154,6 +155,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._backends.extractive": ("ExtractiveBackend",),
     "._backends.openai": ("OpenAIBackend",),
     "._backends.openai_responses": ("OpenAIResponsesBackend",),
+    "._backends.pricing": ("Pricing",),
     "._backends.scripted": (
         "ScriptedBackend",
         "ScriptedReply",
@@ -391,6 +393,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "Pricing",
     "Provider",
     "RateLimitError",
     "ReactInitiator",
