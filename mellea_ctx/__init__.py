@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._backends.windows import context_window, output_limit
     from ._compaction.clear_results import ClearToolResultsCompactor
     from ._compaction.events import Event, EventHook, EventKind
+    from ._compaction.planner import CompactionPlanner, PlannerDecision
     from ._compaction.prompts import (
         DEFAULT_PROMPT_TEMPLATE,
         react_summary_prompt,
@@ -165,6 +166,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "output_limit",
     ),
     "._compaction.clear_results": ("ClearToolResultsCompactor",),
+    "._compaction.planner": (
+        "CompactionPlanner",
+        "PlannerDecision",
+    ),
     "._compaction.events": (
         "Event",
         "EventHook",
@@ -356,6 +361,7 @@ __all__ = [
     "ClearToolResultsCompactor",
     "ClearedToolResult",
     "CompactionError",
+    "CompactionPlanner",
     "CompactionRecord",
     "CompactionTimeoutError",
     "CompactionWarning",
@@ -393,6 +399,7 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "PlannerDecision",
     "Pricing",
     "Provider",
     "RateLimitError",
