@@ -201,3 +201,21 @@ def test_other_gated_compactors_take_a_planner(kind: str) -> None:
     assert ctx.token_count <= 12_000
     assert planner.steps == 60 and planner.last is not None
     assert any(r.outcome == "applied" and r.tokens_before <= 12_000 for r in records)
+
+
+def test_cost_command_bills_every_policy_offline(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from mellea_ctx._cli.app import cli
+
+    png = tmp_path / "bill.png"
+    result = CliRunner().invoke(
+        cli, ["cost", "--model", "claude-sonnet-4-5", "--plot", str(png)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    for policy in ("no compaction", "sliding window", "budget", "planner"):
+        assert policy in result.output
+    assert "$" in result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    unknown = CliRunner().invoke(cli, ["cost", "--model", "no-such-model-xyz"])
+    assert unknown.exit_code == 2 and "does not know" in unknown.output
