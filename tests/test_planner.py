@@ -219,3 +219,34 @@ def test_cost_command_bills_every_policy_offline(tmp_path: Any) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     unknown = CliRunner().invoke(cli, ["cost", "--model", "no-such-model-xyz"])
     assert unknown.exit_code == 2 and "does not know" in unknown.output
+
+
+def test_the_ledger_reaches_the_compaction_span() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.util._once import Once
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace._TRACER_PROVIDER_SET_ONCE = Once()  # as tests/test_telemetry.py resets it
+    trace.set_tracer_provider(provider)
+    try:
+        records: list[CompactionRecord] = []
+        system = Message("system", "You fix builds.")
+        _session(ChatContext(compactor=_budget(records, CompactionPlanner())).add(system), 40)
+    finally:
+        provider.shutdown()
+        trace._TRACER_PROVIDER_SET_ONCE = Once()
+        trace._TRACER_PROVIDER = None
+    priced = [
+        s.attributes
+        for s in exporter.get_finished_spans()
+        if s.attributes and "mellea_ctx.compaction.predicted_cost" in s.attributes
+    ]
+    applied = [r for r in records if r.outcome == "applied"]
+    assert applied and len(priced) >= len(applied)
+    got = {a["mellea_ctx.compaction.predicted_cost"] for a in priced}
+    assert {r.predicted_cost for r in applied} <= got
