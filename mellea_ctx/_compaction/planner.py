@@ -371,7 +371,9 @@ class CompactionPlanner:
         self.last = decision
         if decision.compact:
             self._compacted_from = size
-            pending_decision.set(decision)
+        # The compaction runs right after this call; a decision not to compact
+        # clears any earlier one, so no later record picks up a stale ledger.
+        pending_decision.set(decision if decision.compact else None)
         return decision.compact
 
 
