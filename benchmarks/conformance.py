@@ -86,6 +86,15 @@ LOG_ENV = "MELLEA_CTX_CONFORMANCE_LOG"
 DEFAULT_SHARE = 0.25
 
 
+def _tree_of(package: Path) -> str:
+    """Which tree's ``mellea_ctx`` ran, without a machine's absolute path."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(package.resolve().relative_to(root))
+    except ValueError:
+        return f"another tree ({package.resolve().parent.name}/{package.name})"
+
+
 def render(components: Sequence[Component]) -> str:
     """What the model sees next, as the kit's ``[role] text`` lines."""
     return "\n".join(f"[{c.role}] {c.content}" for c in components)
@@ -486,7 +495,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         budgets_arg=budgets,
         seeds_arg=seeds,
         specs=list(args.specs),
-        mellea_ctx=str(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
+        mellea_ctx=_tree_of(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
         seconds=round(time.perf_counter() - started, 1),
     )
     name = args.out or ("conformance-quick" if args.quick else "conformance")

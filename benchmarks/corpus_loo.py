@@ -1,6 +1,6 @@
 """Corpus fidelity, leave-one-out: the details a continuation needs, kept by a checkpoint.
 
-For each real transcript (``/work/shared/corpus/*.openai.json``, and any other
+For each real transcript (``../shared/corpus/*.openai.json``, and any other
 ``--extra`` file in the same OpenAI Chat format):
 
 1. **Split.** The first 80% of the transcript (by characters, moved forward to
@@ -114,6 +114,15 @@ from mellea_ctx import (
     validate_anthropic,
     validate_openai,
 )
+
+
+def _tree_of(package: Path) -> str:
+    """Which tree's ``mellea_ctx`` ran, without a machine's absolute path."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(package.resolve().relative_to(root))
+    except ValueError:
+        return f"another tree ({package.resolve().parent.name}/{package.name})"
 
 
 def _corpus() -> Path:
@@ -1006,7 +1015,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         outside.append(evaluate(spec))
     payload: dict[str, Any] = {
         "method": __doc__,
-        "mellea_ctx": str(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
+        "mellea_ctx": _tree_of(Path(sys.modules["mellea_ctx"].__file__ or "").parent),
         "files": results,
         "pooled": {f"{s:.0%}": pooled(results, f"{s:.0%}") for s in SHARES},
         "pooled_untuned": {f"{s:.0%}": pooled(results, f"{s:.0%}", TUNED) for s in SHARES},

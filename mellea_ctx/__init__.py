@@ -19,10 +19,12 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._backends.extractive import ExtractiveBackend
     from ._backends.openai import OpenAIBackend
     from ._backends.openai_responses import OpenAIResponsesBackend
+    from ._backends.pricing import Pricing
     from ._backends.scripted import ScriptedBackend, ScriptedReply
     from ._backends.windows import context_window, output_limit
     from ._compaction.clear_results import ClearToolResultsCompactor
     from ._compaction.events import Event, EventHook, EventKind
+    from ._compaction.planner import CompactionPlanner, PlannerDecision
     from ._compaction.prompts import (
         DEFAULT_PROMPT_TEMPLATE,
         react_summary_prompt,
@@ -157,6 +159,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._backends.extractive": ("ExtractiveBackend",),
     "._backends.openai": ("OpenAIBackend",),
     "._backends.openai_responses": ("OpenAIResponsesBackend",),
+    "._backends.pricing": ("Pricing",),
     "._backends.scripted": (
         "ScriptedBackend",
         "ScriptedReply",
@@ -170,6 +173,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Event",
         "EventHook",
         "EventKind",
+    ),
+    "._compaction.planner": (
+        "CompactionPlanner",
+        "PlannerDecision",
     ),
     "._compaction.prompts": (
         "DEFAULT_PROMPT_TEMPLATE",
@@ -372,6 +379,7 @@ __all__ = [
     "ClearToolResultsCompactor",
     "ClearedToolResult",
     "CompactionError",
+    "CompactionPlanner",
     "CompactionRecord",
     "CompactionTimeoutError",
     "CompactionWarning",
@@ -412,7 +420,9 @@ __all__ = [
     "Outcome",
     "Part",
     "PinPredicate",
+    "PlannerDecision",
     "PostgresStore",
+    "Pricing",
     "Problem",
     "Provider",
     "RateLimitError",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .cases.billing import render_planner
+
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -167,6 +169,7 @@ def render_markdown(record: Mapping[str, Any]) -> str:
                 rows,
             ),
             "",
+            *render_planner(billing),
             *_billing_breakdown(billing),
             f"{billing['steps']:,} model steps, {billing['messages']:,} messages "
             f"({', '.join(f'{k} {n}' for k, n in sorted(billing['roles'].items()))}), "

@@ -198,6 +198,10 @@ def _observe(record: Any) -> None:
         "over_target": record.over_target,
     }
     span.set_attributes({f"{_OURS}{key}": value for key, value in fields.items()})
+    # A planner's ledger (predicted cost, saving, break-even steps), when there is one.
+    ledger = ("predicted_cost", "predicted_saving", "break_even_steps", "forced")
+    priced = {key: getattr(record, key, None) for key in ledger}
+    span.set_attributes({f"{_OURS}{k}": v for k, v in priced.items() if v is not None})
     if outcome == "failed":
         error = record.error or ""
         span.set_attribute("error.type", error.partition("(")[0] or "CompactionError")

@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 import click
 
 from .compact import compact
+from .cost import cost
 from .demo import demo
 from .options import CONTEXT
 from .stats import stats
@@ -88,6 +89,7 @@ cli.add_command(compact)
 cli.add_command(stats)
 cli.add_command(validate)
 cli.add_command(demo)
+cli.add_command(cost)
 
 
 def _quiet_broken_pipe() -> NoReturn:

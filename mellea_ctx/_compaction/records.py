@@ -22,6 +22,7 @@ import attrs
 from .._backends.telemetry import observe_compaction, observing
 from .._core.facts import Fact
 from .._core.ledger import LedgerEntry
+from .planner import pending_decision
 
 __all__ = [
     "CompactionRecord",
@@ -70,6 +71,14 @@ class CompactionRecord:
             not show within its size (lowest priority first to go).
         details_dropped: Exact details the summary lost that did not fit
             the checkpoint's size either.
+        predicted_cost: With a :class:`~mellea_ctx.CompactionPlanner`, what it
+            priced compacting at, once (summary call and rewrite, less the
+            cached reads it forfeits), in its pricing's units; ``None`` without one.
+        predicted_saving: What it expected the shorter request to save over
+            its horizon.
+        break_even_steps: Steps after which it expected the compaction to have
+            paid for itself (``None``: saves nothing per step, or no planner).
+        forced: The planner compacted because the hard limit forced it.
     """
 
     strategy: str
@@ -89,6 +98,10 @@ class CompactionRecord:
     tier: int | None = None
     ledger_omitted: tuple[LedgerEntry, ...] = ()
     details_dropped: tuple[Fact, ...] = ()
+    predicted_cost: float | None = None
+    predicted_saving: float | None = None
+    break_even_steps: float | None = None
+    forced: bool | None = None
 
 
 #: A callback that receives each record.
@@ -107,7 +120,21 @@ def wants_records(hook: RecordHook | None) -> bool:
 
 
 def emit_record(record: CompactionRecord, hook: RecordHook | None) -> None:
-    """Log and trace ``record``, then hand it to ``hook`` and to the current :data:`record_sink`."""
+    """Log and trace ``record``, then hand it to ``hook`` and to the current :data:`record_sink`.
+
+    A planner's decision behind this compaction (:data:`pending_decision`, for
+    the context it was made on) becomes the record's ledger.
+    """
+    decision = pending_decision.get()
+    if decision is not None and decision.tokens >= record.tokens_before > 0:
+        pending_decision.set(None)
+        record = attrs.evolve(
+            record,
+            predicted_cost=decision.predicted_cost,
+            predicted_saving=decision.predicted_saving,
+            break_even_steps=decision.break_even_steps,
+            forced=decision.forced,
+        )
     observe_compaction(record)  # the mellea_ctx logger, and a compaction span
     if hook is not None:
         hook(record)

@@ -32,6 +32,7 @@ from .records import CompactionRecord, RecordHook, emit_record
 if TYPE_CHECKING:
     from .._core.context import ChatContext
     from .._core.protocols import Backend
+    from .planner import CompactionPlanner
 
 __all__ = ["TieredCompactor"]
 
@@ -66,6 +67,9 @@ class TieredCompactor(InlineCompactor):
             known to :func:`~mellea_ctx.context_window`; needed for fractions.
         reserve_tokens: Tokens each request carries besides the history.
         on_record: Receives one record per compaction that ran.
+        planner: A :class:`~mellea_ctx.CompactionPlanner`: ``max_tokens`` becomes
+            the hard limit, and below it the planner compacts when that is
+            cheaper (priced with the last tier's summary size and request mode).
 
     Raises:
         InvalidArgumentError: For no tiers, a tier without ``compact``, or a
@@ -90,6 +94,7 @@ class TieredCompactor(InlineCompactor):
         window: Window = None,
         reserve_tokens: int = 0,
         on_record: RecordHook | None = None,
+        planner: CompactionPlanner | None = None,
     ) -> None:
         owner = "TieredCompactor"
         if callable(getattr(tiers, "compact", None)) or not isinstance(tiers, Iterable):
@@ -129,6 +134,7 @@ class TieredCompactor(InlineCompactor):
             msg = f"{owner}: on_record={on_record!r} is not callable"
             raise InvalidArgumentError(msg)
         self.on_record = on_record
+        self.planner = planner
 
     def size(self, ctx: ChatContext) -> int:
         """Return what a request with ``ctx`` costs: its tokens, ``reserve_tokens``, and the
@@ -136,8 +142,20 @@ class TieredCompactor(InlineCompactor):
         return ctx.token_count + self.reserve_tokens + request_overhead.get()
 
     def due(self, ctx: ChatContext) -> bool:
-        """Return whether ``ctx`` is past the trigger."""
-        return self.size(ctx) > self.max_tokens
+        """Return whether ``ctx`` is past the trigger (with a ``planner``: whether it pays)."""
+        if self.planner is None:
+            return self.size(ctx) > self.max_tokens
+        last = self.tiers[-1]  # the summarizing tier: its summary size and request mode
+        settings = getattr(last, "settings", None)
+        return self.planner.due(
+            ctx,
+            size=self.size(ctx),
+            limit=self.max_tokens,
+            target=self.target_tokens,
+            summary_tokens=getattr(last, "summary_tokens", self.target_tokens // 8),
+            request=getattr(settings, "request", "quoted"),
+            pin=getattr(settings, "pin_predicate", None),
+        )
 
     def compact(
         self,

@@ -30,6 +30,7 @@ from .settings import make_settings, validate_settings
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
+    from .planner import CompactionPlanner
 
 __all__ = ["TokenBudgetCompactor"]
 
@@ -88,6 +89,9 @@ class TokenBudgetCompactor(InlineCompactor):
         window: The model's context window (tokens, or a model name known to
             :func:`~mellea_ctx.context_window`): with it, ``max_tokens`` and
             ``target_tokens`` may be fractions (``0.8``: 80% of the window).
+        planner: A :class:`~mellea_ctx.CompactionPlanner`: ``max_tokens``
+            becomes the hard limit, and below it the planner compacts when
+            that is cheaper under its prices (see docs/cost.md).
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
@@ -127,6 +131,7 @@ class TokenBudgetCompactor(InlineCompactor):
         reasoning_effort: str | None = "low",
         request: Request = "quoted",
         window: Window = None,
+        planner: CompactionPlanner | None = None,
     ) -> None:
         owner = "TokenBudgetCompactor"
         if isinstance(max_tokens, float) or isinstance(target_tokens, float):
@@ -175,6 +180,7 @@ class TokenBudgetCompactor(InlineCompactor):
         )
         validate_settings(owner, self.settings)
         self._engine = Engine(owner, self.settings)
+        self.planner = planner
 
     def span(self, ctx: ChatContext) -> tuple[int, int, str]:
         """Return ``(p, k, reason)``: the span to summarize, or ``p == k`` and why not."""
@@ -240,8 +246,23 @@ class TokenBudgetCompactor(InlineCompactor):
         return p, k, ""
 
     def due(self, ctx: ChatContext) -> bool:
-        """Return whether ``ctx`` is past the trigger (tool definitions being sent included)."""
-        return ctx.token_count + request_overhead.get() > self.max_tokens
+        """Return whether ``ctx`` is past the trigger (tool definitions being sent included).
+
+        With a ``planner``, the trigger is the hard limit and the planner may
+        compact earlier, when that is cheaper.
+        """
+        size = ctx.token_count + request_overhead.get()
+        if self.planner is None:
+            return size > self.max_tokens
+        return self.planner.due(
+            ctx,
+            size=size,
+            limit=self.max_tokens,
+            target=self.target_tokens,
+            summary_tokens=self.summary_tokens,
+            request=self.settings.request,
+            pin=self.settings.pin_predicate,
+        )
 
     async def acompact(
         self,

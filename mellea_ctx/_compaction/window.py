@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .._core.components import Component
     from .._core.context import ChatContext
     from .._core.protocols import Backend
+    from .planner import CompactionPlanner
 
 __all__ = ["ThresholdCompactor", "WindowCompactor"]
 
@@ -225,6 +226,9 @@ class ThresholdCompactor(InlineCompactor):
         window: The model's context window (tokens, or a model name known to
             :func:`~mellea_ctx.context_window`): with it, ``threshold`` may be
             a fraction (``threshold=0.8``: 80% of the window).
+        planner: A :class:`~mellea_ctx.CompactionPlanner`: the threshold becomes
+            the hard limit and below it the planner runs ``inner`` when that is
+            cheaper (``measure="tokens"``; docs/cost.md).
 
     Raises:
         InvalidArgumentError: For a non-int threshold, an unknown measure, or an
@@ -246,6 +250,7 @@ class ThresholdCompactor(InlineCompactor):
     threshold: float = attrs.field(kw_only=True)  # tokens; a fraction becomes tokens at init
     measure: Measure = attrs.field(default="tokens", kw_only=True)
     window: Window = attrs.field(default=None, kw_only=True, repr=False)
+    planner: CompactionPlanner | None = attrs.field(default=None, kw_only=True, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.threshold, float):  # a fraction of the window, resolved once
@@ -277,8 +282,25 @@ class ThresholdCompactor(InlineCompactor):
             return ctx.token_count
         return ctx.last_usage_tokens
 
+    def _planned(self, ctx: ChatContext, threshold: int) -> bool:
+        """The planner's decision: ``threshold`` is the hard limit; the inner compactor's
+        target and summary size (when it has them) are what a compaction would leave."""
+        assert self.planner is not None
+        inner = self.inner
+        settings = getattr(inner, "settings", None)
+        return self.planner.due(
+            ctx,
+            size=ctx.token_count,
+            limit=threshold,
+            target=getattr(inner, "target_tokens", threshold // 2),
+            summary_tokens=getattr(inner, "summary_tokens", threshold // 16),
+            request=getattr(settings, "request", "quoted"),
+            pin=getattr(settings, "pin_predicate", None),
+        )
+
     def due(self, ctx: ChatContext) -> bool:
-        """Return whether the reading of ``ctx`` is past the threshold."""
+        """Return whether the reading of ``ctx`` is past the threshold (with a ``planner``:
+        past it, or below it when compacting now is cheaper; ``measure="tokens"`` only)."""
         threshold = self.threshold
         if threshold <= 0:
             return False
@@ -286,6 +308,8 @@ class ThresholdCompactor(InlineCompactor):
             reading = ctx.last_usage_tokens
             return reading is not None and reading > threshold
         threshold -= request_overhead.get()  # tool definitions being sent (react sets it)
+        if self.planner is not None:
+            return self._planned(ctx, int(threshold))
         # Under the threshold by a cheap upper bound: under it exactly, with no encode.
         if ctx._token_bound() <= threshold:
             return False
@@ -309,6 +333,7 @@ class ThresholdCompactor(InlineCompactor):
         if not (force or self.due(ctx)):
             return ctx
         inner = self.inner
+        force = force or self.planner is not None  # the planner is the gate: inner runs
         result = compact_with(inner, ctx, backend=backend, force=force, instructions=instructions)
         if result is not ctx and not result.compaction_backoff and self.due(result):
             return result._backing_off(inline_backoff(_adds_of(inner)))
@@ -325,6 +350,7 @@ class ThresholdCompactor(InlineCompactor):
         """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
         if not (force or self.due(ctx)):
             return ctx
+        force = force or self.planner is not None  # the planner is the gate: inner runs
         return await acompact_with(
             self.inner, ctx, backend=backend, force=force, instructions=instructions
         )

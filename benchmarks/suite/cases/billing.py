@@ -21,6 +21,7 @@ from typing import Any, Final
 from mellea_ctx import (
     ChatContext,
     ClearToolResultsCompactor,
+    CompactionPlanner,
     Component,
     ExtractiveBackend,
     ModelOutputThunk,
@@ -237,11 +238,13 @@ def replay_budget(
     *,
     tiered: bool = False,
     request: str = "quoted",
+    planner: CompactionPlanner | None = None,
 ) -> Replay:
     """Replay ``session`` through an inline ``TokenBudgetCompactor`` (trigger = ``limit``).
 
     ``tiered`` puts a ``ClearToolResultsCompactor`` before it in a
-    ``TieredCompactor``; ``request`` is the summary request mode.
+    ``TieredCompactor``; ``request`` is the summary request mode; ``planner``
+    gates the outermost compactor by price.
     """
     out = Replay()
     backend = Metered(ExtractiveBackend())
@@ -255,11 +258,14 @@ def replay_budget(
         keep_replaced=False,
         on_record=records.append,
         request=request,  # type: ignore[arg-type]
+        planner=None if tiered else planner,
     )
     compactor: Any = summarizer
     if tiered:
         clearing = ClearToolResultsCompactor(keep_last=3, min_clear_tokens=2_000)
-        compactor = TieredCompactor([clearing, summarizer], max_tokens=limit, target_tokens=target)
+        compactor = TieredCompactor(
+            [clearing, summarizer], max_tokens=limit, target_tokens=target, planner=planner
+        )
     started = time.perf_counter()
     ctx = ChatContext(compactor=compactor)
     previous: list[tuple[int, ...]] = []
@@ -296,7 +302,12 @@ STRATEGIES: Final = (
 
 
 def case_billing(
-    quick: bool, pools: Pools, *, steps: int | None = None, limits: Sequence[int] | None = None
+    quick: bool,
+    pools: Pools,
+    *,
+    steps: int | None = None,
+    limits: Sequence[int] | None = None,
+    grid: bool = True,
 ) -> dict[str, Any]:
     """Replay one simulated session through both strategies; bill every request.
 
@@ -313,6 +324,7 @@ def case_billing(
     settings += [(limit, 0.5) for limit in limits[1:]]
     sliding: dict[int, Replay] = {}
     runs = []
+    planned: list[dict[str, Any]] = []
     for limit, share in settings:
         if limit not in sliding:
             sliding[limit] = replay_sliding(session, limit, tokens)
@@ -326,6 +338,8 @@ def case_billing(
             )
             run = compare(window, ours, limit, share, main=main and name == "budget")
             runs.append({"strategy": name, **run})
+        if share == 0.5 and grid:
+            planned.append(plan_setting(session, limit, window, tokens, quick=quick))
     roles: dict[str, int] = {}
     for c in session:
         key = "tool" if c.tool_call_id is not None else c.role
@@ -343,7 +357,127 @@ def case_billing(
         "rates": asdict(Rates()),
         "user_every": USER_EVERY,
         "runs": runs,
+        "planner": planned,
     }
+
+
+#: The planner's target, as a share of the hard limit: small, since the planner, not
+#: the target, decides how often a compaction runs (docs/benchmarks.md, section 4).
+PLANNER_SHARE: Final = 1 / 16
+#: The hindsight grid: targets as shares of the limit (4k to 28k at 32,000), tiers, request modes.
+GRID_SHARES: Final = (1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 6 / 8, 7 / 8)
+
+
+def plan_setting(
+    session: Sequence[Component], limit: int, window: Replay, tokens: Tokens, *, quick: bool
+) -> dict[str, Any]:
+    """Bill the planner, no compaction at all, and every fixed policy of the grid at ``limit``.
+
+    The hindsight optimum is the cheapest fixed policy of the grid, chosen
+    after the fact, bills with the summaries' input and output included.
+    """
+    rates = Rates()
+    never = replay_sliding(session, 10**12, tokens).billed(rates)["effective_with_output"]
+    sliding = window.billed(rates)["effective_with_output"]
+    rows: list[dict[str, Any]] = []
+    shares = GRID_SHARES[::3] if quick else GRID_SHARES
+    for share in shares:
+        for tiered in (False, True):
+            for request in ("quoted", "continuation"):
+                r = replay_budget(
+                    session, limit, int(limit * share), tokens, tiered=tiered, request=request
+                )
+                rows.append(policy_row(r, rates, int(limit * share), tiered, request, sliding))
+    best = min(rows, key=lambda row: row["billed"])
+    target = max(256, int(limit * PLANNER_SHARE))
+    fixed = [
+        policy_row(
+            replay_budget(session, limit, target, tokens, request=request),
+            rates,
+            target,
+            False,
+            request,
+            sliding,
+        )
+        for request in ("continuation", "quoted")
+    ]
+    plans = []
+    for request in ("continuation", "quoted"):
+        target = max(256, int(limit * PLANNER_SHARE))
+        r = replay_budget(
+            session, limit, target, tokens, request=request, planner=CompactionPlanner()
+        )
+        row = policy_row(r, rates, target, False, request, sliding)
+        row["over_hindsight"] = row["billed"] / best["billed"] - 1
+        row["over_never"] = row["billed"] / never - 1
+        plans.append(row)
+    return {
+        "max_context": limit,
+        "sliding_billed": sliding,
+        "never_compacting_billed": never,
+        "grid": rows,
+        "hindsight": best,
+        "fixed_at_planner_target": fixed,
+        "planner": plans,
+    }
+
+
+def policy_row(
+    r: Replay, rates: Rates, target: int, tiered: bool, request: str, sliding: float
+) -> dict[str, Any]:
+    """One policy's bill (summary input and output included) and its ratio to the window."""
+    billed = r.billed(rates)["effective_with_output"]
+    return {
+        "target": target,
+        "tiered": tiered,
+        "request": request,
+        "compactions": r.compactions,
+        "summary_calls": len(r.summary_calls),
+        "over_limit": r.over_limit,
+        "billed": billed,
+        "ratio": sliding / billed,
+    }
+
+
+def render_planner(billing: dict[str, Any]) -> list[str]:
+    """Markdown lines: the planner next to the hindsight optimum and no compaction, per setting."""
+    planned = billing.get("planner") or []
+    if not planned:
+        return []
+    out = [
+        "| max context | policy | target | tiers | request | compactions | billed "
+        "(summary input and output included) | window / it | vs hindsight optimum |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in planned:
+        best = s["hindsight"]
+        out.append(
+            f"| {s['max_context']:,} | sliding window | | | | | {s['sliding_billed']:,.0f} "
+            "| 1.00x | |"
+        )
+        out.append(
+            f"| {s['max_context']:,} | never compacting | | | | 0 "
+            f"| {s['never_compacting_billed']:,.0f} "
+            f"| {s['sliding_billed'] / s['never_compacting_billed']:.2f}x | |"
+        )
+        out.append(
+            f"| {s['max_context']:,} | hindsight optimum (best of {len(s['grid'])} fixed) "
+            f"| {best['target']:,} | {'on' if best['tiered'] else 'off'} | {best['request']} "
+            f"| {best['compactions']} | {best['billed']:,.0f} | **{best['ratio']:.2f}x** | 0% |"
+        )
+        for f in s.get("fixed_at_planner_target", []):
+            out.append(
+                f"| {s['max_context']:,} | fixed at the planner's target | {f['target']:,} | off "
+                f"| {f['request']} | {f['compactions']} | {f['billed']:,.0f} "
+                f"| {f['ratio']:.2f}x | {100 * (f['billed'] / best['billed'] - 1):+.1f}% |"
+            )
+        for p in s["planner"]:
+            out.append(
+                f"| {s['max_context']:,} | planner | {p['target']:,} | off | {p['request']} "
+                f"| {p['compactions']} | {p['billed']:,.0f} | **{p['ratio']:.2f}x** "
+                f"| {100 * p['over_hindsight']:+.1f}% |"
+            )
+    return [*out, ""]
 
 
 def compare(
