@@ -178,17 +178,24 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
         not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
     )
     if not plain:
-        blocks = (part_dict(part, where, lost) for part in parts)
-        kept = [block for block in blocks if block is not None]
+        written = [(part, part_dict(part, where, lost)) for part in parts]
+        pairs = [(part, block) for part, block in written if block is not None]
         takes = _PART_TYPES.get(role)
         if takes is not None:  # e.g. an image in a tool result: Chat takes only text there
-            for block in kept:
-                if block.get("type") not in takes:
+            # A block read from a Chat file is that file's own: it goes back as it came.
+            allowed = [
+                (part, block)
+                for part, block in pairs
+                if block.get("type") in takes
+                or (isinstance(part, OpaquePart) and part.provider == "openai")
+            ]
+            for part, block in pairs:
+                if (part, block) not in allowed:
                     lost.append(
                         f"{where}: a {block.get('type')!r} part (a {role} message takes none)"
                     )
-            kept = [block for block in kept if block.get("type") in takes]
-        message["content"] = kept
+            pairs = allowed
+        message["content"] = [block for _, block in pairs]
     elif parts:
         message["content"] = parts[0].text
     elif note(component.extra, "content") != "absent":

@@ -770,3 +770,23 @@ class TestCorpus:
                 assert data == to_anthropic(from_anthropic(data))[1], path.name
             else:
                 assert data == to_openai(from_openai(data)), path.name
+
+
+class TestChatKeepsItsOwnBlocks:
+    def test_a_tool_result_block_read_from_chat_goes_back_as_it_came(self) -> None:
+        """Regression (found by the reliability fuzzer): Chat's own unknown block in a tool
+        message was dropped as "a tool message takes none"; only other providers' are."""
+        messages = [
+            {"role": "user", "content": "ls"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "content": [{}], "tool_call_id": "c1"},
+        ]
+        lost: list[str] = []
+        assert messages == to_openai(from_openai(messages), lost=lost)
+        assert [] == lost

@@ -43,7 +43,10 @@ from mellea_ctx import (
     Message,
     ModelOutputThunk,
     OpenAIBackend,
+    RedactedThinkingPart,
     ScriptedBackend,
+    TextPart,
+    ThinkingPart,
     TokenBudgetCompactor,
     ToolCall,
     ToolMessage,
@@ -184,7 +187,13 @@ def expected_headers(span: Sequence[Component]) -> list[tuple[str, str]]:
         elif component.tool_call_id is not None:
             headers.append(("tool", ""))
         else:
-            if component.content:
+            # Text, or a note for each image, document, file or opaque block (thinking is
+            # never shown): a message of an empty text and an image still has its header.
+            noted = any(
+                not isinstance(part, (TextPart, ThinkingPart, RedactedThinkingPart))
+                for part in component.parts
+            )
+            if component.content or noted:
                 headers.append(("text", component.role))
             headers += [("call", component.role)] * len(component.tool_calls)
     return headers
@@ -386,7 +395,9 @@ class TestCheckpointAuthority:
             if component.role != "system":
                 break
             leading.append(component.content)
-        assert ("\n\n".join(leading) or None) == system  # the system prompt, and nothing else
+        # The system prompt and nothing else; Anthropic refuses blank text, so a blank
+        # system message adds nothing to it.
+        assert ("\n\n".join(t for t in leading if t.strip()) or None) == system
         for checkpoint in (c for c in components if isinstance(c, Checkpoint)):
             turns = [m for m in messages if checkpoint.content in _texts(m)]
             assert turns
