@@ -12,6 +12,7 @@ import asyncio
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -173,7 +174,18 @@ class TestServerRestart:
                 assert isinstance(caught.value.__cause__, psycopg.Error)
         finally:
             own_server.start()
-        session = memory.open("s1").commit([Message("user", "after")])
+        # The pool reconnects in the background, with a backoff of its own that may still be
+        # running when the server is back: the same store works again within seconds.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                reopened = memory.open("s1")
+                break
+            except SessionStoreError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        session = reopened.commit([Message("user", "after")])
         assert ["before", "after"] == [c.content for c in memory.open("s1").dialogue]
         assert 2 == session.version
         store.close()  # type: ignore[attr-defined]
