@@ -520,7 +520,16 @@ class TestFuzzReaders:
             assert str(from_file).startswith(str(path))
             return
         dump_conversation(from_file, path)
-        assert from_file == load_conversation(path)
+        again = load_conversation(path)
+        # docs/formats.md's one OpenAI normalization: an assistant ``content: null`` without
+        # tool calls (OpenAI requires content) is written as "". Past it, writing is a fixed
+        # point; without it, the components come back equal.
+        assert to_openai(again, lost=[]) == to_openai(from_file, lost=[])
+        normalized = any(
+            c.role == "assistant" and not c.parts and not c.tool_calls for c in from_file
+        )
+        if not normalized:
+            assert from_file == again
 
     @pytest.mark.parametrize("reader", FILE_READERS, ids=lambda reader: reader.__name__)
     @given(
