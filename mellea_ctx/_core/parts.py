@@ -15,6 +15,7 @@ can be shared between any number of contexts.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Union
 
@@ -25,6 +26,7 @@ from .exceptions import InvalidComponentError
 from .reprs import field_repr, short_repr
 
 __all__ = [
+    "DATA_URI",
     "AudioPart",
     "DocumentPart",
     "ImagePart",
@@ -138,6 +140,11 @@ class TextPart:
 
     text: str = attrs.field(validator=_text)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
+
+
+#: A ``data:`` URI of base64 data, the inverse of :attr:`ImagePart.data_uri`: every
+#: format that reads or writes one (``fullmatch``) gives ``media`` and ``data`` apart.
+DATA_URI: Final = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.S)
 
 
 @attrs.define(frozen=True, slots=True, repr=False)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
 from .._core.parts import (
+    DATA_URI,
     AudioPart,
     DocumentPart,
     ImagePart,
@@ -41,7 +42,6 @@ __all__ = [
 
 #: The pattern Anthropic requires of ``tool_use`` ids.
 TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")
-_DATA_URI: Final = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 _SYSTEM_ROLES: Final = ("system", "developer")
 
 #: The keys each Messages API element defines beside the ones we model (the
@@ -126,7 +126,7 @@ def _image(part: ImagePart, extra: dict[str, Any]) -> dict[str, Any]:
         media = part.media_type or "application/octet-stream"
         source: dict[str, Any] = {"type": "base64", "media_type": media, "data": part.data}
     elif part.url is not None:
-        match = _DATA_URI.match(part.url)
+        match = DATA_URI.fullmatch(part.url)
         if match:
             source = {"type": "base64", "media_type": match["media"], "data": match["data"]}
         else:

@@ -13,13 +13,13 @@ which key they travel in. Every key we do not model is kept in ``extra``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
 from .._core.parts import (
+    DATA_URI,
     AudioPart,
     DocumentPart,
     ImagePart,
@@ -38,7 +38,6 @@ __all__ = ["OPENAI_ROLES", "from_openai", "parse_message"]
 OPENAI_ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 #: Message keys that carry the model's reasoning on compatible servers.
 REASONING_KEYS: Final = ("reasoning_content", "reasoning")
-_DATA_URI: Final = re.compile(r"^data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)$", re.S)
 
 _ROLE_FIXES: Final = {
     "function": "legacy function results are not supported; send them as role 'tool' "
@@ -121,7 +120,7 @@ def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
     extra = _extra(part, "file", inner, ("file_data", "file_id", "filename"))
     data, media = inner.get("file_data"), None
     if data is not None:
-        match = _DATA_URI.match(data)
+        match = DATA_URI.fullmatch(data)
         if match:
             data, media = match["data"], match["media"]
         else:

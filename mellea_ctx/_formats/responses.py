@@ -37,7 +37,6 @@ and keys read from another provider that the Responses API cannot take
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -45,6 +44,7 @@ from .._core.calls import ToolCall
 from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
 from .._core.exceptions import InvalidComponentError, InvalidContextError
 from .._core.parts import (
+    DATA_URI,
     AudioPart,
     DocumentPart,
     ImagePart,
@@ -121,7 +121,6 @@ PART_FIELDS: Final = {
     "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
     "refusal": frozenset({"type", "refusal"}),
 }
-_DATA_URI: Final = re.compile(r"data:(?P<media>[\w/+.-]+);base64,(?P<data>.*)", re.S)
 
 
 def is_custom_call(call: ToolCall) -> bool:
@@ -202,7 +201,7 @@ def _kept(block: Mapping[str, Any], modelled: Sequence[str]) -> dict[str, Any]:
 def _read_image(block: Mapping[str, Any]) -> Part:
     url, file_id, detail = (_present(block, k) for k in ("image_url", "file_id", "detail"))
     extra = _kept(block, ("image_url", "file_id", "detail"))
-    match = _DATA_URI.fullmatch(url) if url is not None else None
+    match = DATA_URI.fullmatch(url) if url is not None else None
     if match is not None:
         return ImagePart(
             data=match["data"],
@@ -220,7 +219,7 @@ def _read_file(block: Mapping[str, Any]) -> Part:
     if data is None and file_id is None and url is None:
         return OpaquePart(PROVIDER, block)
     extra = _kept(block, keys)
-    match = _DATA_URI.fullmatch(data) if data is not None else None
+    match = DATA_URI.fullmatch(data) if data is not None else None
     if match is not None:  # base64 and its type apart, as every other reader gives them
         data, media = match["data"], match["media"]
         return DocumentPart(
