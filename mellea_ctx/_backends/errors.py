@@ -23,10 +23,11 @@ anything else from the SDK              :class:`BackendError`
 Two failures escape the SDKs' own hierarchy, and are mapped too: a 200
 answer whose body is not JSON raises a bare ``json.JSONDecodeError``
 (:class:`MalformedResponseError`), and some transport failures surface as
-httpx's own exceptions (``httpx.TimeoutException`` as
-:class:`BackendTimeoutError`, any other ``httpx.TransportError`` as
-:class:`BackendConnectionError`). Every class is the SDK's (or httpx's) own,
-imported when an error is mapped, never matched by name.
+their HTTP client's own exceptions (``TimeoutException`` as
+:class:`BackendTimeoutError`, any other ``TransportError`` as
+:class:`BackendConnectionError`), from ``httpx`` or from ``httpx2`` (which recent
+releases of both SDKs use instead). Every class is the SDK's
+(or its client's) own, never matched by name.
 
 :func:`mapped_errors` is the one place this happens: a backend builds its
 request first and wraps only the SDK call in it (as httpx wraps httpcore in
@@ -56,6 +57,7 @@ import email.utils
 import importlib
 import json
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
@@ -83,6 +85,9 @@ __all__ = [
 # The status classes both SDKs define, for an instance that carries no
 # ``status_code`` of its own (the first class it is an instance of wins,
 # so the most derived ones come first).
+#: The HTTP clients the SDKs are built on: httpx, and its successor httpx2 (the same classes).
+_HTTP_CLIENTS = ("httpx", "httpx2")
+
 _STATUS_CLASSES = (
     ("OverloadedError", 529),
     ("ServiceUnavailableError", 503),
@@ -287,15 +292,19 @@ def map_provider_error(
         return map_sdk_error(exc, provider)
     if isinstance(exc, json.JSONDecodeError):
         return MalformedResponseError(f"{provider}: the answer is not valid JSON ({_detail(exc)})")
-    import httpx  # a dependency of both SDKs, imported when an error is mapped
-
-    if isinstance(exc, httpx.TimeoutException):
-        detail = _detail(exc)
-        return BackendTimeoutError(
-            f"{provider}: {type(exc).__name__}: no answer in time ({detail})"
-        )
-    if isinstance(exc, httpx.TransportError):
-        return BackendConnectionError(f"{provider}: {type(exc).__name__}: {_detail(exc)}")
+    for name in _HTTP_CLIENTS:
+        # An instance of a module's class means the module is loaded: nothing to import, and
+        # no error when a client is not installed at all.
+        client = sys.modules.get(name)
+        if client is None:
+            continue
+        if isinstance(exc, client.TimeoutException):
+            detail = _detail(exc)
+            return BackendTimeoutError(
+                f"{provider}: {type(exc).__name__}: no answer in time ({detail})"
+            )
+        if isinstance(exc, client.TransportError):
+            return BackendConnectionError(f"{provider}: {type(exc).__name__}: {_detail(exc)}")
     return None
 
 
@@ -313,10 +322,11 @@ def mapped_errors(
     the provider's), for telemetry.
 
     Examples:
-        >>> import httpx, openai
+        >>> import openai
+        >>> nobody = openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9", max_retries=0)
         >>> try:
         ...     with mapped_errors("OpenAI", openai.OpenAIError):
-        ...         raise openai.APIConnectionError(request=httpx.Request("POST", "http://x.test"))
+        ...         nobody.models.list()  # port 9 refuses the connection
         ... except BackendConnectionError as exc:
         ...     print(exc)
         OpenAI: APIConnectionError: Connection error.

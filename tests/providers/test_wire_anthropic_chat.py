@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 import pytest
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
@@ -575,16 +574,23 @@ class TestCallerMistakes:
             map_provider_error(bad_json, "OpenAI", openai.OpenAIError), MalformedResponseError
         )
 
-    def test_httpx_transport_classes_are_mapped(self) -> None:
-        """httpx's own classes (not names): a read timeout and a refused connection."""
+    @pytest.mark.parametrize("client_name", ["httpx", "httpx2"])
+    def test_transport_classes_are_mapped(self, client_name: str) -> None:
+        """The HTTP client's own classes (not names): a read timeout and a refused connection.
+
+        The SDKs moved from httpx to httpx2, whose errors escape a dropped or stalled
+        stream unwrapped (tests/providers/test_wire_servers.py); the mapping knew only
+        httpx's classes and let httpx2's through as they were.
+        """
         from mellea_ctx import BackendConnectionError, BackendTimeoutError
 
-        req = httpx.Request("POST", "http://x.test")
+        client = pytest.importorskip(client_name)
+        req = client.Request("POST", "http://x.test")
         timeout = map_provider_error(
-            httpx.ReadTimeout("slow", request=req), "A", anthropic.AnthropicError
+            client.ReadTimeout("slow", request=req), "A", anthropic.AnthropicError
         )
         refused = map_provider_error(
-            httpx.ConnectError("refused", request=req), "A", anthropic.AnthropicError
+            client.ConnectError("refused", request=req), "A", anthropic.AnthropicError
         )
         assert isinstance(timeout, BackendTimeoutError)
         assert isinstance(refused, BackendConnectionError)
