@@ -33,6 +33,7 @@ from mellea_ctx import (
     to_openai,
     validate_openai,
 )
+from mellea_ctx._formats.notes import NOTES
 from mellea_ctx._formats.transcripts import _document, _read_any
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
@@ -108,7 +109,8 @@ class TestFromOpenai:
             Message("system", "Be brief."),
             Message("user", "hi"),
             Message("assistant", "Let me look.", tool_calls=(ToolCall("c1", "ls", "{}"),)),
-            ToolMessage("a.py", tool_call_id="c1", name="ls"),
+            # Chat has no name on a tool message: a note says this one came with it.
+            ToolMessage("a.py", tool_call_id="c1", name="ls", extra={NOTES: {"name": "present"}}),
             Message("assistant", "Done."),
         ] == components
 

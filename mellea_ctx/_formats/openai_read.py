@@ -239,9 +239,13 @@ def _parse_message(raw: object, where: str) -> Component:
             where, f"name={_short(name)} must be a non-empty string; leave it out if unknown"
         )
     calls = _tool_calls(raw, role, where)
-    extra = _rest(raw, *_modelled(raw, role))
-    if "content" not in raw:
-        extra = with_notes(extra, content="absent")
+    extra = with_notes(
+        _rest(raw, *_modelled(raw, role)),
+        content=None if "content" in raw else "absent",
+        # Chat defines no name on a tool message (the SDK's types have none): one read with
+        # it goes back with it, and a result of ours goes without (its call has the name).
+        name="present" if role == "tool" and name is not None else None,
+    )
     if role == "assistant":
         for key in REASONING_KEYS:
             if isinstance(raw.get(key), str):

@@ -203,7 +203,7 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
             component.tool_calls or keys or {"audio", "function_call"} & set(extra)
         )
         message["content"] = None if may_be_null else ""
-    if component.name is not None:
+    if component.name is not None and (call_id is None or note(component.extra, "name")):
         message["name"] = component.name
     if component.tool_calls:
         message["tool_calls"] = [_call(call, where, lost) for call in component.tool_calls]

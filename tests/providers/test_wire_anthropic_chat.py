@@ -166,12 +166,11 @@ def strict_openai(messages: list[dict[str, Any]]) -> list[str]:
         # design (docs/formats.md): reasoning_content, which DeepSeek and vLLM
         # require back while a tool loop continues, and a tool call's index (as
         # streamed), carried when it was read. No other provider defines either.
-        # A tool message's name (our own tool results carry it, and Chat files
-        # do) is not in ChatCompletionToolMessageParam either: left as it is
-        # here and reported as an open question (the lead's note for issue 22).
+        # Neither comes from a component of ours: only from a compatible server's
+        # answer or file, going back to the server that sent it. Nothing else is
+        # exempt: a tool message's name, which Chat does not define, is written only
+        # when a Chat file had one.
         message = {k: v for k, v in message.items() if k != "reasoning_content"}
-        if message.get("role") == "tool":
-            message.pop("name", None)
         if "tool_calls" in message:
             calls = [{k: v for k, v in c.items() if k != "index"} for c in message["tool_calls"]]
             message = {**message, "tool_calls": calls}
@@ -325,6 +324,39 @@ def _foreign_history() -> list[Any]:
 
 
 class TestForeignKeys:
+    def test_a_result_of_ours_goes_to_chat_without_a_name(self) -> None:
+        """Chat's tool message has ``role``, ``content`` and ``tool_call_id``, no ``name``.
+
+        ``ChatCompletionToolMessageParam`` declares no ``name``, and strict compatible
+        servers answer 400 to a key they do not define. ``react`` gives every result the
+        name of its tool, so every request after a tool step carried one.
+        """
+        history = [
+            Message("user", "List the files."),
+            Message("assistant", "", tool_calls=(ToolCall("call_1", "ls", "{}"),)),
+            ToolMessage("a.py", tool_call_id="call_1", name="ls"),
+        ]
+        messages = to_openai(history, lost=[])
+        assert "name" not in messages[2]
+        assert [] == strict_openai(messages)
+
+    def test_a_chat_file_s_named_tool_message_goes_back_as_it_came(self) -> None:
+        """A file that put a ``name`` on its tool messages is still given back exactly."""
+        raw = [
+            {"role": "user", "content": "List the files."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py", "name": "ls"},
+        ]
+        components = from_openai(raw)
+        assert "ls" == components[2].name
+        assert raw == to_openai(components, lost=[])
+
     def test_anthropic_request_carries_only_what_the_messages_api_defines(self) -> None:
         """Chat's ``index``, Responses' ``annotations``, Gemini's ``thoughtSignature`` stay out.
 
