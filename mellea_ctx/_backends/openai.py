@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
@@ -29,6 +30,8 @@ from .._formats.notes import with_notes
 from .._formats.openai import to_openai
 from .sdk import SDKBackend, sdk_arguments
 
+#: The host of OpenAI's own API, whose requests carry only what its API defines.
+_OPENAI_HOST = "api.openai.com"
 # OpenAI's reasoning models, by name (a "provider/" prefix, as vLLM may serve it, is ignored).
 _REASONING_MODEL = re.compile(r"o\d|gpt-5|gpt-oss")
 
@@ -88,6 +91,12 @@ class OpenAIBackend(SDKBackend):
             name: o-series, gpt-5 and gpt-oss models do; for others the option
             is dropped. Pass ``True`` for a reasoning model served under
             another name.
+        extensions: Whether requests carry the keys only compatible servers
+            define (a server's ``reasoning_content``, a streamed call's
+            ``index``), as they were read: see :func:`~mellea_ctx.to_openai`.
+            ``None`` sends them to any server but OpenAI's own, whose API does
+            not define them; pass ``False`` for a compatible server that
+            refuses unknown keys.
 
     Raises:
         InvalidArgumentError: When the SDK is missing, or no key is given for
@@ -115,8 +124,18 @@ class OpenAIBackend(SDKBackend):
         model_options: Mapping[str, Any] | None = None,
         context_window: int | Literal["server"] | None = None,
         reasoning: bool | None = None,
+        extensions: bool | None = None,
     ) -> None:
         key, base_url = openai_credentials("OpenAIBackend", api_key, base_url)
+        if extensions is None:
+            extensions = base_url is not None and urlsplit(base_url).hostname != _OPENAI_HOST
+        elif not isinstance(extensions, bool):
+            msg = (
+                f"OpenAIBackend: extensions={extensions!r} must be True, False, or None "
+                "(send a compatible server's own keys to any server but OpenAI's)"
+            )
+            raise InvalidArgumentError(msg)
+        self.extensions = extensions
         super().__init__(
             model,
             api_key=key,
@@ -148,7 +167,8 @@ class OpenAIBackend(SDKBackend):
         self, messages: Sequence[Component], options: dict[str, Any], tools: Sequence[Tool]
     ) -> dict[str, Any]:
         """The Chat Completions request: the history as messages, the tool definitions."""
-        request = {"model": self.model, "messages": to_openai(messages), **options}
+        chat = to_openai(messages, extensions=self.extensions)
+        request = {"model": self.model, "messages": chat, **options}
         if tools:
             request["tools"] = [definition.to_openai() for definition in tools]
         return request

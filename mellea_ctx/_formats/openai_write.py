@@ -34,7 +34,7 @@ from .._core.parts import (
 from .notes import carried_keys, note, report_losses, writable
 from .openai_read import REASONING_KEYS
 
-__all__ = ["REFUSED", "to_openai"]
+__all__ = ["DEFINED", "REFUSED", "to_openai"]
 
 _ANTHROPIC_BLOCK: Final = frozenset({"cache_control", "citations", "toolset_name", "caller"})
 _GEMINI_PART: Final = frozenset(
@@ -62,30 +62,69 @@ REFUSED: Final = {
 }
 
 
-def _inner(extra: dict[str, Any], key: str, fields: dict[str, Any]) -> dict[str, Any]:
-    inner = {name: value for name, value in fields.items() if value is not None}
-    inner.update(extra.pop(key, None) or {})
-    return inner
+#: With ``extensions=False``, the only keys carried from ``extra``, by element: what OpenAI's
+#: own API defines (its SDK's request types) beyond the fields written from the component,
+#: and, for an object nested under one of them, the keys that object takes.
+DEFINED: Final = {
+    "part": frozenset({"prompt_cache_breakpoint", "image_url", "input_audio", "file"}),
+    "call": frozenset({"function"}),
+    "result": frozenset(),
+    "message": frozenset({"audio", "function_call"}),
+}
+_DEFINED_INNER: Final = {
+    "image_url": frozenset({"url", "detail"}),
+    "input_audio": frozenset({"data", "format"}),
+    "file": frozenset({"file_data", "file_id", "filename"}),
+    "function": frozenset({"name", "arguments"}),
+}
 
 
-def _file(part: DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | None:
+class _Keys:
+    """Which keys of ``extra`` a write carries: a compatible server's too, or OpenAI's only."""
+
+    __slots__ = ("extensions",)
+
+    def __init__(self, extensions: bool) -> None:
+        self.extensions = extensions
+
+    def carried(self, extra: Any, element: str, where: str, lost: list[str]) -> dict[str, Any]:
+        if self.extensions:
+            return carried_keys(extra, where, lost, refused=REFUSED[element])
+        return carried_keys(extra, where, lost, allowed=DEFINED[element])
+
+    def inner(
+        self, extra: dict[str, Any], key: str, fields: dict[str, Any], where: str, lost: list[str]
+    ) -> dict[str, Any]:
+        """The object under ``key``: the component's ``fields``, then what ``extra`` adds."""
+        inner = {name: value for name, value in fields.items() if value is not None}
+        for name, value in (extra.pop(key, None) or {}).items():
+            if self.extensions or name in _DEFINED_INNER[key]:
+                inner[name] = value
+            else:
+                lost.append(f"{where}: the key {key}.{name!r} (the target API does not define it)")
+        return inner
+
+
+def _file(
+    part: DocumentPart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
+) -> dict[str, Any] | None:
     data = part.data
     if data is not None and part.media_type is not None and note(part.extra, "file_data") != "raw":
         data = f"data:{part.media_type};base64,{data}"
     if data is None and part.file_id is None:
         return None
     fields = {"file_data": data, "file_id": part.file_id, "filename": part.name}
-    return {"type": "file", "file": _inner(extra, "file", fields), **extra}
+    return {"type": "file", "file": keys.inner(extra, "file", fields, where, lost), **extra}
 
 
-def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
+def part_dict(part: Part, where: str, lost: list[str], keys: _Keys) -> dict[str, Any] | None:
     """Return the content part for ``part``, or ``None`` (noted in ``lost``) when it has none."""
     if isinstance(part, OpaquePart):
-        if part.provider == "openai":
+        if part.provider == "openai" and keys.extensions:
             return thaw_json(part.block)  # type: ignore[no-any-return]
         lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
         return None
-    extra = carried_keys(part.extra, where, lost, refused=REFUSED["part"])
+    extra = keys.carried(part.extra, "part", where, lost)
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text, **extra}
     if isinstance(part, RefusalPart):
@@ -95,16 +134,17 @@ def part_dict(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
         if url is None:
             lost.append(f"{where}: an image given only by file id {part.file_id!r}")
             return None
-        inner = _inner(extra, "image_url", {"url": url, "detail": part.detail})
+        inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
         return {"type": "image_url", "image_url": inner, **extra}
     if isinstance(part, AudioPart):
         if part.data is None:
             lost.append(f"{where}: an audio part given only by id {part.id!r}")
             return None
-        inner = _inner(extra, "input_audio", {"data": part.data, "format": part.format})
+        fields = {"data": part.data, "format": part.format}
+        inner = keys.inner(extra, "input_audio", fields, where, lost)
         return {"type": "input_audio", "input_audio": inner, **extra}
     if isinstance(part, DocumentPart):
-        block = _file(part, extra)
+        block = _file(part, extra, keys, where, lost)
         if block is None:
             lost.append(
                 f"{where}: a document with no data or file id (Chat Completions has no "
@@ -126,13 +166,10 @@ _PART_TYPES: Final = {
 }
 
 
-def _call(call: ToolCall, where: str, lost: list[str]) -> dict[str, Any]:
-    extra = carried_keys(call.extra, where, lost, refused=REFUSED["call"])
-    function = {
-        "name": call.name,
-        "arguments": call.arguments,
-        **(extra.pop("function", None) or {}),
-    }
+def _call(call: ToolCall, where: str, lost: list[str], keys: _Keys) -> dict[str, Any]:
+    extra = keys.carried(call.extra, "call", where, lost)
+    fields = {"name": call.name, "arguments": call.arguments}
+    function = keys.inner(extra, "function", fields, where, lost)
     out: dict[str, Any] = {"id": call.id}
     if note(call.extra, "type") != "absent":
         out["type"] = "function"
@@ -140,16 +177,18 @@ def _call(call: ToolCall, where: str, lost: list[str]) -> dict[str, Any]:
     return {**out, **extra}
 
 
-def _side_keys(parts: tuple[Part, ...], structured: bool, where: str, lost: list[str]) -> Any:
+def _side_keys(
+    parts: tuple[Part, ...], structured: bool, where: str, lost: list[str], policy: _Keys
+) -> Any:
     """Split ``parts``: content parts, and message keys (``reasoning_content``, ``refusal``)."""
     content: list[Part] = []
     keys: dict[str, str] = {}
     for part in parts:
-        if isinstance(part, ThinkingPart) and part.provider == "openai":
+        if isinstance(part, ThinkingPart) and part.provider == "openai" and policy.extensions:
             key = note(part.extra, "key")
             keys[key if key in REASONING_KEYS else "reasoning_content"] = part.text
         elif isinstance(part, (ThinkingPart, RedactedThinkingPart)):
-            part_dict(part, where, lost)  # reports it
+            part_dict(part, where, lost, policy)  # reports it
         elif isinstance(part, RefusalPart) and (
             note(part.extra, "key") == "refusal" or not structured
         ):
@@ -159,7 +198,7 @@ def _side_keys(parts: tuple[Part, ...], structured: bool, where: str, lost: list
     return content, keys
 
 
-def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str, Any]:
+def _message_dict(component: Component, index: int, lost: list[str], keys: _Keys) -> dict[str, Any]:
     writable(component, index)
     role = component.role
     call_id = component.tool_call_id
@@ -170,15 +209,14 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
         )
         raise InvalidComponentError(msg)
     where = f"component {index}"
-    parts, keys = _side_keys(component.parts, component.structured, where, lost)
-    refused = REFUSED["message" if call_id is None else "result"]
-    extra = carried_keys(component.extra, where, lost, refused=refused)
+    parts, side = _side_keys(component.parts, component.structured, where, lost, keys)
+    extra = keys.carried(component.extra, "message" if call_id is None else "result", where, lost)
     message: dict[str, Any] = {"role": role}
     plain = not component.structured and (
         not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
     )
     if not plain:
-        written = [(part, part_dict(part, where, lost)) for part in parts]
+        written = [(part, part_dict(part, where, lost, keys)) for part in parts]
         pairs = [(part, block) for part, block in written if block is not None]
         takes = _PART_TYPES.get(role)
         if takes is not None:  # e.g. an image in a tool result: Chat takes only text there
@@ -187,7 +225,7 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
                 (part, block)
                 for part, block in pairs
                 if block.get("type") in takes
-                or (isinstance(part, OpaquePart) and part.provider == "openai")
+                or (isinstance(part, OpaquePart) and part.provider == "openai" and keys.extensions)
             ]
             for part, block in pairs:
                 if (part, block) not in allowed:
@@ -200,24 +238,27 @@ def _message_dict(component: Component, index: int, lost: list[str]) -> dict[str
         message["content"] = parts[0].text
     elif note(component.extra, "content") != "absent":
         may_be_null = role == "assistant" and (
-            component.tool_calls or keys or {"audio", "function_call"} & set(extra)
+            component.tool_calls or side or {"audio", "function_call"} & set(extra)
         )
         message["content"] = None if may_be_null else ""
-    if component.name is not None and (call_id is None or note(component.extra, "name")):
-        message["name"] = component.name
+    if component.name is not None:
+        if call_id is None or (note(component.extra, "name") and keys.extensions):
+            message["name"] = component.name
+        elif note(component.extra, "name"):
+            lost.append(f"{where}: the name of the result (a Chat tool message takes none)")
     if component.tool_calls:
-        message["tool_calls"] = [_call(call, where, lost) for call in component.tool_calls]
+        message["tool_calls"] = [_call(call, where, lost, keys) for call in component.tool_calls]
     if call_id is not None:
         message["tool_call_id"] = call_id
     if component.is_error:
         lost.append(f"{where}: the is_error flag of the result for {call_id!r}")
-    message.update(keys)
+    message.update(side)
     message.update(extra)
     return message
 
 
 def to_openai(
-    components: Iterable[Component], *, lost: list[str] | None = None
+    components: Iterable[Component], *, lost: list[str] | None = None, extensions: bool = True
 ) -> list[dict[str, Any]]:
     """Return OpenAI Chat Completions messages for ``components``.
 
@@ -235,9 +276,19 @@ def to_openai(
     each loss is appended to ``lost`` or, without it, reported in one
     :class:`~mellea_ctx.LossyConversionWarning`.
 
+    Many servers speak Chat Completions, some with keys of their own:
+    DeepSeek, Kimi and vLLM send ``reasoning_content`` (DeepSeek and Kimi
+    refuse a tool loop continued without it), streamed tool calls carry an
+    ``index``. These are written as they were read, for the server that sent
+    them. ``extensions=False`` writes only what OpenAI's own API defines (its
+    SDK's request types) and reports the rest: a request for OpenAI itself,
+    or for a server that refuses unknown keys (Mistral answers 422
+    ``extra_forbidden`` to ``reasoning_content``).
+
     Args:
         components: The components, oldest first (a ``ChatContext`` works).
         lost: A list to receive one line per thing that could not be written.
+        extensions: Whether keys that only compatible servers define are written.
 
     Returns:
         New dicts, ready for ``json.dumps`` or an SDK's ``messages=``.
@@ -253,6 +304,9 @@ def to_openai(
         [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello!'}]
     """
     found: list[str] = []
-    out = [_message_dict(component, index, found) for index, component in enumerate(components)]
+    keys = _Keys(extensions)
+    out = [
+        _message_dict(component, index, found, keys) for index, component in enumerate(components)
+    ]
     report_losses(lost, found, "to_openai")
     return out

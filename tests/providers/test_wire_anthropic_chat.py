@@ -38,6 +38,7 @@ from mellea_ctx import (
     OpenAIBackend,
     ScriptedBackend,
     TextPart,
+    ThinkingPart,
     ThresholdCompactor,
     TieredCompactor,
     ToolCall,
@@ -159,21 +160,25 @@ def strict_anthropic(system: Any, messages: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def strict_openai(messages: list[dict[str, Any]]) -> list[str]:
+def strict_openai(messages: list[dict[str, Any]], *, extensions: bool = False) -> list[str]:
+    """Why ``messages`` are not Chat Completions messages of OpenAI's SDK, read strictly.
+
+    ``extensions=True`` checks what ``to_openai`` writes by default, for any
+    Chat server: it may carry two keys that compatible servers define and
+    OpenAI's types do not (docs/formats.md), a server's ``reasoning_content``
+    (DeepSeek and Kimi refuse a tool loop continued without it) and a streamed
+    call's ``index``, each only as a Chat answer or file had it. Without it,
+    nothing is exempt.
+    """
     found: list[str] = []
     for message in messages:
-        # Two keys the SDK's types do not declare are Chat's own and are sent by
-        # design (docs/formats.md): reasoning_content, which DeepSeek and vLLM
-        # require back while a tool loop continues, and a tool call's index (as
-        # streamed), carried when it was read. No other provider defines either.
-        # Neither comes from a component of ours: only from a compatible server's
-        # answer or file, going back to the server that sent it. Nothing else is
-        # exempt: a tool message's name, which Chat does not define, is written only
-        # when a Chat file had one.
-        message = {k: v for k, v in message.items() if k != "reasoning_content"}
-        if "tool_calls" in message:
-            calls = [{k: v for k, v in c.items() if k != "index"} for c in message["tool_calls"]]
-            message = {**message, "tool_calls": calls}
+        if extensions:
+            message = {k: v for k, v in message.items() if k != "reasoning_content"}
+            if "tool_calls" in message:
+                calls = [
+                    {k: v for k, v in c.items() if k != "index"} for c in message["tool_calls"]
+                ]
+                message = {**message, "tool_calls": calls}
         found += problems(message, ChatCompletionMessageParam)
     return found
 
@@ -388,9 +393,45 @@ class TestForeignKeys:
             NOTES,
         ):
             assert key not in _keys(messages)
-        assert [] == strict_openai(messages)
+        assert [] == strict_openai(messages, extensions=True)
         assert any("'cache_control'" in line for line in lost)
         assert 0 == messages[1]["tool_calls"][0]["index"]  # Chat's own key is kept
+
+    def test_for_openai_itself_only_what_its_api_defines(self) -> None:
+        """``extensions=False``, and the backend's default for OpenAI's own API: nothing else.
+
+        A compatible server's keys are refused by strict ones: Mistral answers 422
+        ``extra_forbidden`` to an assistant message's ``reasoning_content``, and a
+        request carries no streamed ``index``. Each one left out is reported.
+        """
+        history = [
+            *_foreign_history(),
+            Message("assistant", [ThinkingPart("Why.", provider="openai"), TextPart("Done.")]),
+            Message("user", [TextPart("Tag.", extra={"mine": 1})]),
+        ]
+        lost: list[str] = []
+        messages = to_openai(history, lost=lost, extensions=False)
+        assert [] == strict_openai(messages)
+        assert {"index", "reasoning_content", "mine"}.isdisjoint(_keys(messages))
+        assert any("'index'" in line for line in lost)
+        assert any("thinking part from 'openai'" in line for line in lost)
+        assert any("'mine'" in line for line in lost)
+        # The same history for another server keeps what that server sent.
+        kept = to_openai(history, lost=[])
+        assert (
+            "Why." == kept[4]["reasoning_content"]
+            and {"mine": 1}.items() <= kept[5]["content"][0].items()
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LossyConversionWarning)
+            official = OpenAIBackend("gpt-4o-mini", api_key="k").request(history, {}, ())
+            local = OpenAIBackend("m", base_url="http://127.0.0.1:8000/v1").request(history, {}, ())
+        assert [] == strict_openai(official["messages"])
+        assert "Why." == local["messages"][4]["reasoning_content"]
+        assert not OpenAIBackend("m", base_url="https://api.openai.com/v1").extensions
+        assert not OpenAIBackend("m", base_url="http://x.test/v1", extensions=False).extensions
+        with pytest.raises(InvalidArgumentError, match="extensions='no' must be True, False"):
+            OpenAIBackend("m", base_url="http://x.test/v1", extensions="no")  # type: ignore[arg-type]
 
     def test_a_chat_history_read_from_anthropic_is_valid_chat(self) -> None:
         """A Claude Code transcript with marks, written for Chat, passes the SDK types."""
@@ -770,11 +811,14 @@ class TestEveryRequestIsAccepted:
         system, messages = to_anthropic(items, lost=lost)
         assert [] == strict_anthropic(system, messages)
         chat = to_openai(items, lost=lost)
-        assert [] == strict_openai(chat)
+        assert [] == strict_openai(chat, extensions=True)
+        assert [] == strict_openai(to_openai(items, lost=lost, extensions=False))
         assert NOTES not in _keys([system, messages, chat])
         with warnings.catch_warnings():  # the backend reports its losses as a warning
             warnings.simplefilter("ignore", LossyConversionWarning)
             body = _backend().request(items, {"max_tokens": 64}, ())
+            for_openai = OpenAIBackend("gpt-4o-mini", api_key="k").request(items, {}, ())
+        assert [] == strict_openai(for_openai["messages"])
         assert [] == strict_anthropic(body.get("system"), body["messages"])
         assert [] == anthropic_rule_problems(body.get("system"), body["messages"], _ordered(body))
 
