@@ -34,7 +34,7 @@ from mellea_ctx import (
     validate_openai,
 )
 from mellea_ctx._formats.notes import NOTES
-from mellea_ctx._formats.transcripts import _document, _read_any
+from mellea_ctx._formats.transcripts import read_any, transcript_document
 
 CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 CORPUS_FILES = (
@@ -423,12 +423,14 @@ class TestRequestBodies:
         }
         path = tmp_path / "body.json"
         path.write_text(json.dumps(body), encoding="utf-8")
-        transcript = _read_any(path)
+        transcript = read_any(path)
         assert [
             Message("developer", "Be brief."),
             Message("user", [TextPart("hi")], structured=True),
         ] == (load_conversation(path))
-        assert body == json.loads(_document(transcript.components, "json", transcript.envelope))
+        assert body == json.loads(
+            transcript_document(transcript.components, "json", transcript.envelope)
+        )
 
 
 class TestValidateOpenai:

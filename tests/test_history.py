@@ -30,7 +30,7 @@ from mellea_ctx import (
     validate_anthropic,
     validate_openai,
 )
-from mellea_ctx._formats.transcripts import _document, _parse_anthropic, _read_any
+from mellea_ctx._formats.transcripts import _parse_anthropic, read_any, transcript_document
 
 from .strategies import histories
 
@@ -76,7 +76,7 @@ class TestCorpus:
     def test_round_trip(self, name: str) -> None:
         """Reading and writing gives the file back: the same JSON value."""
         original = json.loads((CORPUS / name).read_text(encoding="utf-8"))
-        written = json.loads(_document(load_anthropic(CORPUS / name), "anthropic"))
+        written = json.loads(transcript_document(load_anthropic(CORPUS / name), "anthropic"))
         assert original == written
 
     @pytest.mark.parametrize("name", ANTHROPIC_FILES)
@@ -109,8 +109,8 @@ class TestCorpus:
     def test_detected(self) -> None:
         """The command line's reader tells the formats apart by their content."""
         for name in ANTHROPIC_FILES:
-            assert "anthropic" == _read_any(CORPUS / name).format
-            assert "json" == _read_any(CORPUS / name.replace(".anthropic.", ".openai.")).format
+            assert "anthropic" == read_any(CORPUS / name).format
+            assert "json" == read_any(CORPUS / name.replace(".anthropic.", ".openai.")).format
 
 
 class TestReadWrite:
@@ -238,7 +238,7 @@ class TestReadWrite:
 
 
 def _document_turns(components: list[Any]) -> Any:
-    return json.loads(_document(components, "anthropic"))
+    return json.loads(transcript_document(components, "anthropic"))
 
 
 texts = st.text(min_size=1, max_size=12).filter(lambda t: t.strip() and not t.startswith("[{"))
@@ -285,14 +285,14 @@ class TestRoundTripProperties:
     def test_document_round_trip(self, document: Any) -> None:
         """Every canonical transcript reads and writes back to the same JSON."""
         components = _parse_anthropic(document, "doc").components
-        assert document == json.loads(_document(components, "anthropic"))
+        assert document == json.loads(transcript_document(components, "anthropic"))
         assert [] == validate_anthropic(components)
 
     @given(histories())
     def test_openai_round_trip(self, history: list[Any]) -> None:
         """Every history the strategies build writes and reads back through OpenAI JSON."""
-        written = json.loads(_document(history, "json"))
-        assert written == json.loads(_document(from_openai(written), "json"))
+        written = json.loads(transcript_document(history, "json"))
+        assert written == json.loads(transcript_document(from_openai(written), "json"))
 
 
 class TestValidateAnthropic:

@@ -18,7 +18,7 @@ from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
 from .._formats.anthropic_write import turns as anthropic_turns
 from .._formats.problems import problems
-from .._formats.transcripts import _document
+from .._formats.transcripts import transcript_document
 from .changes import compare, parse_output
 from .options import (
     BOUNDARIES,
@@ -341,7 +341,7 @@ def compact(
         )
         raise Failure(msg)
     lost: list[str] = []
-    data = _document(kept, transcript.format, transcript.envelope, lost=lost)
+    data = transcript_document(kept, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     original = {id(component) for component in transcript.components}
     fresh = _fresh_units(kept, original, transcript.format)

@@ -21,10 +21,10 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
-from .._formats.files import _atomic_write
+from .._formats.files import atomic_write
 from .._formats.history import Provider
 from .._formats.problems import Problem, problems
-from .._formats.transcripts import _parse_any, _read_any, _Transcript
+from .._formats.transcripts import Transcript, parse_any, read_any
 from .options import FORMATS
 from .terminal import PROG, InputError
 
@@ -47,7 +47,7 @@ _SAMPLE_NAME: Final = "the bundled sample conversation"
 
 def load(
     file: str | None, fmt: str | None, *, note: Console | None = None
-) -> tuple[_Transcript, str]:
+) -> tuple[Transcript, str]:
     """Return the parsed transcript and the name to use for it in messages."""
     wanted = FORMATS[fmt] if fmt else None
     try:
@@ -59,7 +59,7 @@ def load(
                 )
                 raise InputError(msg)
             text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
-            transcript = _parse_any(text, _SAMPLE_NAME, wanted, ".json")
+            transcript = parse_any(text, _SAMPLE_NAME, wanted, ".json")
             if note is not None:
                 count = len(transcript.components)
                 note.print(
@@ -76,9 +76,9 @@ def load(
             except UnicodeDecodeError as exc:
                 msg = f"<stdin>: byte {exc.start} is not UTF-8 ({exc.reason})"
                 raise InputError(msg) from exc
-            return _parse_any(text, "<stdin>", wanted, ""), "<stdin>"
+            return parse_any(text, "<stdin>", wanted, ""), "<stdin>"
         try:
-            return _read_any(file, wanted), file
+            return read_any(file, wanted), file
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise InputError(f"cannot read {file}: {reason}") from exc
@@ -124,12 +124,12 @@ def _piped() -> bool:
     return False
 
 
-def file_problems(transcript: _Transcript, provider: Provider) -> list[Problem]:
+def file_problems(transcript: Transcript, provider: Provider) -> list[Problem]:
     """:func:`~mellea_ctx.problems` of the file's components, named by the file's own labels."""
     return problems(transcript.components, provider, label=transcript.locations.__getitem__)
 
 
-def located(transcript: _Transcript, found: Sequence[Problem]) -> list[tuple[str, str]]:
+def located(transcript: Transcript, found: Sequence[Problem]) -> list[tuple[str, str]]:
     """``(where in the file, problem)`` per problem.
 
     OpenAI and Anthropic problems are located by the file's own labels
@@ -145,7 +145,7 @@ def located(transcript: _Transcript, found: Sequence[Problem]) -> list[tuple[str
     return rows
 
 
-def require_valid(transcript: _Transcript, source: str) -> None:
+def require_valid(transcript: Transcript, source: str) -> None:
     """Raise ``InputError`` naming the first way the input breaks the tool-call rules."""
     broken = [p for p in file_problems(transcript, "openai") if p.rule == "tool_calls"]
     if broken:
@@ -167,7 +167,7 @@ def write(data: bytes, output: str | None) -> None:
             sys.stdout.flush()
         return
     try:
-        _atomic_write(Path(output), data)
+        atomic_write(Path(output), data)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise InputError(f"cannot write {output}: {reason}") from exc
@@ -192,7 +192,7 @@ WINDOW_UNITS: Final = {"anthropic": "turn", "gemini": "content"}
 _SYSTEM_LABELS: Final = frozenset({"system", "systemInstruction"})
 
 
-def turn_of(transcript: _Transcript) -> list[int]:
+def turn_of(transcript: Transcript) -> list[int]:
     """Each component's turn (Anthropic) or content (Gemini), -1 for the system prompt.
 
     Other formats: each component's own index. The reader gives every
@@ -214,7 +214,7 @@ def turn_of(transcript: _Transcript) -> list[int]:
     return out
 
 
-def window_components(transcript: _Transcript, window: int) -> int:
+def window_components(transcript: Transcript, window: int) -> int:
     """``--window`` in components: an Anthropic turn or a Gemini content may hold several."""
     turns = turn_of(transcript)
     if transcript.format not in WINDOW_UNITS or not turns:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .._formats.history import Provider, repair_changes
-from .._formats.transcripts import _document
+from .._formats.transcripts import transcript_document
 from .changes import UNITS, compare, parse_output
 from .options import CONTEXT, format_option
 from .report import lost_note, problems_table
@@ -78,7 +78,7 @@ def validate(
         return
     repaired, changes = repair_changes(transcript.components, chosen)
     lost: list[str] = []
-    data = _document(repaired, transcript.format, transcript.envelope, lost=lost)
+    data = transcript_document(repaired, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
     rows = [(transcript.locations[index], text) for index, text in changes]

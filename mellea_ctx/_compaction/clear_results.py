@@ -28,7 +28,7 @@ from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import InlineCompactor
 from .._core.tokens import count_memoized
 from .records import CompactionRecord, Outcome, RecordHook, emit_record, wants_records
-from .window import _validate_pin
+from .window import validate_pin
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -134,7 +134,7 @@ class ClearToolResultsCompactor(InlineCompactor):
                 "must hold tool names (str)"
             )
             raise InvalidArgumentError(msg)
-        _validate_pin("ClearToolResultsCompactor", self.pin_predicate)
+        validate_pin("ClearToolResultsCompactor", self.pin_predicate)
         if self.on_record is not None and not callable(self.on_record):
             msg = f"ClearToolResultsCompactor: on_record={self.on_record!r} is not callable"
             raise InvalidArgumentError(msg)

@@ -25,7 +25,7 @@ from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import InlineCompactor
 from .clear_results import apply_clearing, open_exchange_start
 from .records import RecordHook
-from .window import _validate_pin
+from .window import validate_pin
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -99,7 +99,7 @@ class SupersededReadsCompactor(InlineCompactor):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             msg = f"SupersededReadsCompactor: min_clear_tokens={value!r} must be an int >= 0"
             raise InvalidArgumentError(msg)
-        _validate_pin("SupersededReadsCompactor", self.pin_predicate)
+        validate_pin("SupersededReadsCompactor", self.pin_predicate)
         if self.on_record is not None and not callable(self.on_record):
             msg = f"SupersededReadsCompactor: on_record={self.on_record!r} is not callable"
             raise InvalidArgumentError(msg)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["ThresholdCompactor", "WindowCompactor"]
 
 
-def _validate_pin(owner: str, pin_predicate: object) -> None:
+def validate_pin(owner: str, pin_predicate: object) -> None:
     if not callable(pin_predicate):
         msg = (
             f"{owner}: pin_predicate={pin_predicate!r} is not callable; "
@@ -95,7 +95,7 @@ class WindowCompactor(InlineCompactor):
                 "pass 0 to keep only the pinned prefix"
             )
             raise InvalidArgumentError(msg)
-        _validate_pin("WindowCompactor", self.pin_predicate)
+        validate_pin("WindowCompactor", self.pin_predicate)
 
     def compact(
         self,

@@ -9,7 +9,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PMap
 
-from .checks import _fail, _text
+from .checks import field_error, text_validator
 from .exceptions import InvalidComponentError
 from .parts import EMPTY, to_extra
 from .reprs import short_repr
@@ -56,10 +56,10 @@ class ToolCall:
         '{"path": "a.py"}'
     """
 
-    id: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
-    name: str = attrs.field(validator=_text("ToolCall", allow_empty=False))
+    id: str = attrs.field(validator=text_validator("ToolCall", allow_empty=False))
+    name: str = attrs.field(validator=text_validator("ToolCall", allow_empty=False))
     arguments: str = attrs.field(
-        default="{}", converter=_json_arguments, validator=_text("ToolCall")
+        default="{}", converter=_json_arguments, validator=text_validator("ToolCall")
     )
     #: Keys the provider sent on the call that we do not model (``cache_control``, ...).
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
@@ -107,11 +107,13 @@ class Usage:
                 f"(read, written) adds up to {cached}, more than prompt_tokens={self.prompt_tokens}"
             )
             fix = "prompt_tokens counts the whole prompt, cached tokens included"
-            raise _fail("Usage", "cache_read_tokens, cache_write_tokens", value, expected, fix)
+            raise field_error(
+                "Usage", "cache_read_tokens, cache_write_tokens", value, expected, fix
+            )
 
     def _check(self, *fields: str) -> None:
         for field in fields:
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
                 expected = "must be an int from 0 to 2**63 - 1"
-                raise _fail("Usage", field, value, expected, "pass the provider's count")
+                raise field_error("Usage", field, value, expected, "pass the provider's count")

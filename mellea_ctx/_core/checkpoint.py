@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .calls import MAX_COUNT
-from .checks import _require_str, _text, _tuple_of
+from .checks import require_str, text_validator, tuple_of
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .ledger import Ledger, LedgerEntry, render_entries
@@ -36,11 +36,11 @@ CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
 
 
 def _details(value: object) -> tuple[str, ...]:
-    return _tuple_of(str, "Checkpoint", "preserved", value)
+    return tuple_of(str, "Checkpoint", "preserved", value)
 
 
 def _span(value: Iterable[Component]) -> tuple[Component, ...]:
-    return _tuple_of(Component, "Checkpoint", "span", value)
+    return tuple_of(Component, "Checkpoint", "span", value)
 
 
 def _ledger(value: object) -> Ledger:
@@ -53,7 +53,7 @@ def _ledger(value: object) -> Ledger:
 def _shown(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    return _tuple_of(str, "Checkpoint", "shown", value)
+    return tuple_of(str, "Checkpoint", "shown", value)
 
 
 def _replaced(_instance: object, _attribute: object, value: Any) -> None:
@@ -101,7 +101,7 @@ class Checkpoint(Component):
         - src/parse.py
     """
 
-    summary: str = attrs.field(validator=_text("Checkpoint", allow_empty=False))
+    summary: str = attrs.field(validator=text_validator("Checkpoint", allow_empty=False))
     preserved: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_details)
     replaced: ChatContext | None = attrs.field(
         default=None, kw_only=True, eq=False, hash=False, repr=False, validator=_replaced
@@ -117,7 +117,7 @@ class Checkpoint(Component):
     @_rendered.default
     def _render(self) -> str:
         # Defaults are computed before validators run: check what is used here first.
-        _require_str("Checkpoint", "summary", self.summary, allow_empty=False)
+        require_str("Checkpoint", "summary", self.summary, allow_empty=False)
         count: Any = self.replaced_count
         if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
             msg = (

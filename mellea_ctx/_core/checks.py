@@ -14,29 +14,33 @@ from .reprs import short_repr
 __all__ = ["text_of"]
 
 
-def _fail(owner: str, field: str, value: object, expected: str, fix: str) -> InvalidComponentError:
+def field_error(
+    owner: str, field: str, value: object, expected: str, fix: str
+) -> InvalidComponentError:
     msg = f"{owner}: {field}={short_repr(value, 200)} {expected}; {fix}"
     return InvalidComponentError(msg)
 
 
-def _require_str(owner: str, field: str, value: object, *, allow_empty: bool = True) -> None:
+def require_str(owner: str, field: str, value: object, *, allow_empty: bool = True) -> None:
     if not isinstance(value, str):
-        raise _fail(owner, field, value, "must be a str", "convert it with str() or json.dumps()")
+        raise field_error(
+            owner, field, value, "must be a str", "convert it with str() or json.dumps()"
+        )
     if not allow_empty and not value:
-        raise _fail(owner, field, value, "must not be empty", f"pass the provider's {field}")
+        raise field_error(owner, field, value, "must not be empty", f"pass the provider's {field}")
 
 
-def _tuple_of(kind: type, owner: str, field: str, value: object) -> tuple[Any, ...]:
+def tuple_of(kind: type, owner: str, field: str, value: object) -> tuple[Any, ...]:
     if value == ():
         return ()
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise _fail(
+        raise field_error(
             owner, field, value, f"must be a sequence of {kind.__name__}", "wrap it in a tuple"
         )
     items = tuple(value)
     for item in items:
         if not isinstance(item, kind):
-            raise _fail(
+            raise field_error(
                 owner,
                 field,
                 value,
@@ -46,27 +50,27 @@ def _tuple_of(kind: type, owner: str, field: str, value: object) -> tuple[Any, .
     return items
 
 
-def _text(owner: str, *, allow_empty: bool = True) -> Any:
+def text_validator(owner: str, *, allow_empty: bool = True) -> Any:
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if type(value) is not str or not (value or allow_empty):
-            _require_str(owner, attribute.name, value, allow_empty=allow_empty)
+            require_str(owner, attribute.name, value, allow_empty=allow_empty)
 
     return check
 
 
-def _optional_text(owner: str) -> Any:
+def optional_text_validator(owner: str) -> Any:
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value is not None:
-            _require_str(owner, attribute.name, value, allow_empty=False)
+            require_str(owner, attribute.name, value, allow_empty=False)
 
     return check
 
 
-def _images(value: object) -> tuple[str, ...]:
-    return _tuple_of(str, "Message", "images", value)
+def image_tuple(value: object) -> tuple[str, ...]:
+    return tuple_of(str, "Message", "images", value)
 
 
-def _parts(owner: str) -> Any:
+def parts_converter(owner: str) -> Any:
     """A converter: text, ``None`` (no content) or a sequence of parts, to a tuple of parts."""
 
     def convert(value: object) -> tuple[Part, ...]:
@@ -77,7 +81,7 @@ def _parts(owner: str) -> Any:
         if isinstance(value, PART_TYPES):
             return (value,)
         if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
-            raise _fail(
+            raise field_error(
                 owner,
                 "content",
                 value,
@@ -87,7 +91,7 @@ def _parts(owner: str) -> Any:
         items = tuple(value)
         for item in items:
             if not isinstance(item, PART_TYPES):
-                raise _fail(
+                raise field_error(
                     owner,
                     "content",
                     value,
@@ -116,6 +120,6 @@ def text_of(parts: tuple[Part, ...]) -> str:
     return "\n\n".join(part.text for part in parts if type(part) is TextPart)
 
 
-def _is_plain(parts: tuple[Part, ...]) -> bool:
+def is_plain(parts: tuple[Part, ...]) -> bool:
     """Whether ``parts`` can travel as one plain string (no list of blocks needed)."""
     return not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)

@@ -30,15 +30,15 @@ from pyrsistent import PMap
 
 from .calls import ToolCall, Usage
 from .checks import (
-    _fail,
-    _images,
-    _is_plain,
-    _optional_text,
-    _parts,
-    _require_str,
-    _text,
-    _tuple_of,
+    field_error,
+    image_tuple,
+    is_plain,
+    optional_text_validator,
+    parts_converter,
+    require_str,
     text_of,
+    text_validator,
+    tuple_of,
 )
 from .exceptions import InvalidComponentError
 from .parts import EMPTY, ImagePart, Part, TextPart, to_extra
@@ -64,17 +64,17 @@ MESSAGE_ROLES: Final = ("system", "developer", "user", "assistant")
 
 
 def _message_calls(value: object) -> tuple[ToolCall, ...]:
-    return _tuple_of(ToolCall, "Message", "tool_calls", value)
+    return tuple_of(ToolCall, "Message", "tool_calls", value)
 
 
 def _thunk_calls(value: object) -> tuple[ToolCall, ...]:
-    return _tuple_of(ToolCall, "ModelOutputThunk", "tool_calls", value)
+    return tuple_of(ToolCall, "ModelOutputThunk", "tool_calls", value)
 
 
 # The content converters' checks, each built once (not a closure per call).
-_MESSAGE_CONTENT: Final = _parts("Message")
-_TOOL_CONTENT: Final = _parts("ToolMessage")
-_THUNK_CONTENT: Final = _parts("ModelOutputThunk")
+_MESSAGE_CONTENT: Final = parts_converter("Message")
+_TOOL_CONTENT: Final = parts_converter("ToolMessage")
+_THUNK_CONTENT: Final = parts_converter("ModelOutputThunk")
 
 
 def _message_parts(value: object) -> tuple[Part, ...]:
@@ -90,7 +90,7 @@ def _thunk_parts(value: object) -> tuple[Part, ...]:
 
 
 def _structured(instance: Any) -> bool:
-    return not _is_plain(instance.parts)
+    return not is_plain(instance.parts)
 
 
 class _TokenMemo:
@@ -171,7 +171,9 @@ def _message_role(_instance: object, _attribute: object, role: Any) -> None:
             "use ToolMessage(content, tool_call_id=...) for tool results"
         )
         raise InvalidComponentError(msg)
-    raise _fail("Message", "role", role, f"must be one of {MESSAGE_ROLES!r}", "pass a known role")
+    raise field_error(
+        "Message", "role", role, f"must be one of {MESSAGE_ROLES!r}", "pass a known role"
+    )
 
 
 @attrs.define(frozen=True, slots=True, init=False, repr=False)
@@ -209,7 +211,9 @@ class Message(Component):
     tool_calls: tuple[ToolCall, ...] = attrs.field(
         default=(), kw_only=True, converter=_message_calls
     )
-    name: str | None = attrs.field(default=None, kw_only=True, validator=_optional_text("Message"))
+    name: str | None = attrs.field(
+        default=None, kw_only=True, validator=optional_text_validator("Message")
+    )
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
     structured: bool = attrs.field(default=False, kw_only=True)
 
@@ -249,16 +253,16 @@ class Message(Component):
             return
         parts = _MESSAGE_CONTENT(content)
         if images:
-            parts += tuple(_image_part(ref) for ref in _images(images))
+            parts += tuple(_image_part(ref) for ref in image_tuple(images))
         if structured is None:
-            structured = not _is_plain(parts)
+            structured = not is_plain(parts)
         self.__attrs_init__(
             role, parts, tool_calls=tool_calls, name=name, extra=extra, structured=structured
         )
 
     def __attrs_post_init__(self) -> None:
         if self.tool_calls and self.role != "assistant":  # a validator cannot see two fields
-            raise _fail(
+            raise field_error(
                 "Message",
                 "tool_calls",
                 self.tool_calls,
@@ -266,7 +270,9 @@ class Message(Component):
                 "move the calls to an assistant message",
             )
         if type(self.structured) is not bool:
-            raise _fail("Message", "structured", self.structured, "must be a bool", "pass True")
+            raise field_error(
+                "Message", "structured", self.structured, "must be a bool", "pass True"
+            )
 
     @property
     def content(self) -> str:
@@ -299,7 +305,7 @@ def _image_part(ref: str) -> ImagePart:
 
 def _is_error(_instance: object, _attribute: object, value: object) -> None:
     if type(value) is not bool:
-        raise _fail("ToolMessage", "is_error", value, "must be a bool", "pass True or False")
+        raise field_error("ToolMessage", "is_error", value, "must be a bool", "pass True or False")
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True, repr=False)
@@ -327,9 +333,11 @@ class ToolMessage(Component):
     """
 
     parts: tuple[Part, ...] = attrs.field(alias="content", converter=_tool_parts)
-    tool_call_id: str = attrs.field(kw_only=True, validator=_text("ToolMessage", allow_empty=False))
+    tool_call_id: str = attrs.field(
+        kw_only=True, validator=text_validator("ToolMessage", allow_empty=False)
+    )
     name: str | None = attrs.field(
-        default=None, kw_only=True, validator=_optional_text("ToolMessage")
+        default=None, kw_only=True, validator=optional_text_validator("ToolMessage")
     )
     is_error: bool = attrs.field(default=False, kw_only=True, validator=_is_error)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
@@ -350,14 +358,14 @@ class ToolMessage(Component):
 
 def _usage(_instance: object, _attribute: object, usage: Any) -> None:
     if usage is not None and not isinstance(usage, Usage):
-        raise _fail(
+        raise field_error(
             "ModelOutputThunk", "usage", usage, "must be a Usage or None", "build Usage(...)"
         )
 
 
 def _optional_value(_instance: object, _attribute: object, value: Any) -> None:
     if value is not None:
-        _require_str("ModelOutputThunk", "value", value)
+        require_str("ModelOutputThunk", "value", value)
 
 
 @attrs.define(frozen=True, slots=True, init=False, repr=False)
@@ -407,7 +415,7 @@ class ModelOutputThunk(Component):
     ) -> None:
         if parts is None:
             if value is not None:
-                _require_str("ModelOutputThunk", "value", value)
+                require_str("ModelOutputThunk", "value", value)
             held = (TextPart(value),) if value else ()
         else:
             held = _THUNK_CONTENT(parts)
@@ -415,7 +423,7 @@ class ModelOutputThunk(Component):
             if value is None:
                 value = view if any(type(p) is TextPart for p in held) else None
             elif value != view:
-                raise _fail(
+                raise field_error(
                     "ModelOutputThunk",
                     "value",
                     value,
@@ -423,7 +431,7 @@ class ModelOutputThunk(Component):
                     "pass only parts=, or a value equal to their text",
                 )
         if structured is None:
-            structured = not _is_plain(held)
+            structured = not is_plain(held)
         self.__attrs_init__(
             value,
             parts=held,
@@ -453,7 +461,7 @@ class CBlock(Component):
         'Here is the diff:'
     """
 
-    value: str = attrs.field(validator=_text("CBlock"))
+    value: str = attrs.field(validator=text_validator("CBlock"))
 
     @property
     def content(self) -> str:
@@ -473,7 +481,7 @@ class ReactInitiator(Component):
         'Fix the failing test in tests/test_io.py'
     """
 
-    goal: str = attrs.field(validator=_text("ReactInitiator", allow_empty=False))
+    goal: str = attrs.field(validator=text_validator("ReactInitiator", allow_empty=False))
 
     @property
     def content(self) -> str:

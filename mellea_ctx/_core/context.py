@@ -23,7 +23,7 @@ from .exceptions import (
     InvalidComponentError,
     NotInlineCompactorError,
 )
-from .nodes import _inherit_attributes, _Lazy, _lazy_lock, _Node
+from .nodes import Lazy, Node, inherit_attributes, lazy_lock
 from .pins import pin_react_initiator
 from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
@@ -45,7 +45,7 @@ _C = TypeVar("_C", bound="ChatContext")
 _WINDOW_CUTS: dict[type, Callable[[Any, ChatContext], tuple[int, int] | None]] = {}
 
 
-class ChatContext(_Node):
+class ChatContext(Node):
     """An immutable chat history that can compact itself as it grows.
 
     Start from an empty root and ``add`` components; every ``add`` returns a
@@ -81,7 +81,7 @@ class ChatContext(_Node):
 
     __slots__ = ()
 
-    _previous: ChatContext | _Lazy | None
+    _previous: ChatContext | Lazy | None
     #: Whether ``from_previous`` is ours, so the node ``add`` gets from it is new
     #: and unseen (a subclass may override it and return anything).
     _builds_fresh: ClassVar[bool] = True
@@ -191,7 +191,7 @@ class ChatContext(_Node):
             loose = before is None or not (before.tool_calls or is_tool_result(before))
         node._loose = loose
         if cls.__dictoffset__:  # a subclass with its own attributes
-            _inherit_attributes(node, previous)
+            inherit_attributes(node, previous)
         return node
 
     def add(self, component: Component) -> ChatContext:
@@ -377,10 +377,10 @@ class ChatContext(_Node):
         minus its last component, built on first read and then fixed.
         """
         previous = self._previous
-        if not isinstance(previous, _Lazy):
+        if not isinstance(previous, Lazy):
             return previous
-        with _lazy_lock:
-            if isinstance(self._previous, _Lazy):
+        with lazy_lock:
+            if isinstance(self._previous, Lazy):
                 self._previous = self._shrunk()
             return self._previous
 

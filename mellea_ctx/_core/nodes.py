@@ -24,7 +24,7 @@ Token totals are lazy: a node that is never asked for its total never
 encodes anything. The first read counts what is missing (each component once
 per counter, memoized) and every later read is O(1).
 
-``_Node`` is the storage and the sequence protocol; ``ChatContext``
+``Node`` is the storage and the sequence protocol; ``ChatContext``
 (``context.py``) builds on it the public API: adding, compacting, windows.
 """
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
-class _Lazy:
+class Lazy:
     """Marks a ``previous_node`` that is built on first read."""
 
     __slots__ = ()
@@ -56,16 +56,16 @@ class _Lazy:
         return "<lazy>"
 
 
-_LAZY: Final = _Lazy()
-_lazy_lock = threading.Lock()
+_LAZY: Final = Lazy()
+lazy_lock = threading.Lock()
 # Re-pack a window's buffer once the dropped part outgrows the kept part, so a
 # long session with a short window holds O(window) components, not O(session).
 _REPACK_MIN = 32
 
-_N = TypeVar("_N", bound="_Node")
+_N = TypeVar("_N", bound="Node")
 
 
-class _Node(Sequence[Component]):
+class Node(Sequence[Component]):
     """One node of the persistent list: its history, its settings and its aggregates.
 
     Not built directly: ``ChatContext`` is the class callers see.
@@ -100,7 +100,7 @@ class _Node(Sequence[Component]):
     _hold: int
     _linked: bool
     _loose: bool
-    _previous: _Node | _Lazy | None
+    _previous: Node | Lazy | None
     _start: int
     _tokens: int | None
     _usage: int | None
@@ -114,7 +114,7 @@ class _Node(Sequence[Component]):
         node = object.__new__(type(self))
         for slot in _STATE_SLOTS:
             setattr(node, slot, getattr(self, slot))
-        _inherit_attributes(node, self)
+        inherit_attributes(node, self)
         return node
 
     def _replace(self: _N, lo: int, hi: int, replacement: Sequence[Component] = ()) -> _N:
@@ -207,8 +207,8 @@ class _Node(Sequence[Component]):
         node._bound = tokens
         node._hold = 0  # a compaction happened: any failure streak is over
         node._failures = 0
-        if type(node).__dictoffset__:  # _inherit_attributes, inlined: a subclass's own attributes
-            _inherit_attributes(node, self)
+        if type(node).__dictoffset__:  # inherit_attributes, inlined: a subclass's own attributes
+            inherit_attributes(node, self)
         return node
 
     def _holding(self: _N, components: Iterable[Component]) -> _N:
@@ -262,18 +262,18 @@ class _Node(Sequence[Component]):
         """Return the exact token total, counting only what no earlier node knows."""
         if self._linked:  # the per-turn case: the previous node knows its total
             previous = self._previous
-            assert isinstance(previous, _Node)
+            assert isinstance(previous, Node)
             if previous._tokens is not None:
                 assert self._data is not None
                 tokens = previous._tokens + count_memoized(self._counter, self._data)
                 self._tokens = tokens
                 return tokens
-        pending: list[_Node] = []
-        node: _Node = self
+        pending: list[Node] = []
+        node: Node = self
         while node._tokens is None and node._linked:
             pending.append(node)
             previous = node._previous
-            assert isinstance(previous, _Node)
+            assert isinstance(previous, Node)
             node = previous
         counter = self._counter
         total = node._tokens
@@ -309,12 +309,12 @@ class _Node(Sequence[Component]):
         if measure is None:
             tokens = self._tokens
             return tokens if tokens is not None else self._token_total()
-        pending: list[_Node] = []
-        node: _Node = self
+        pending: list[Node] = []
+        node: Node = self
         while node._bound is None and node._tokens is None and node._linked:
             pending.append(node)
             previous = node._previous
-            assert isinstance(previous, _Node)
+            assert isinstance(previous, Node)
             node = previous
         total = node._bound if node._bound is not None else node._tokens
         if total is None:
@@ -360,7 +360,7 @@ class _Node(Sequence[Component]):
         return self._buf[self._start + index - len(head)]
 
 
-def _inherit_attributes(node: _Node, source: _Node) -> None:
+def inherit_attributes(node: Node, source: Node) -> None:
     """Copy the instance attributes a subclass without ``__slots__`` keeps, if any.
 
     ``ChatContext`` itself has no ``__dict__``, so for it this is one
@@ -371,7 +371,7 @@ def _inherit_attributes(node: _Node, source: _Node) -> None:
         node.__dict__.update(source.__dict__)
 
 
-_STATE_SLOTS: Final = tuple(slot for slot in _Node.__slots__ if slot != "__weakref__")
+_STATE_SLOTS: Final = tuple(slot for slot in Node.__slots__ if slot != "__weakref__")
 
 
 _PROVEN: dict[type, bool] = {}

@@ -1,6 +1,6 @@
 """Anthropic transcript files: telling one from OpenAI messages, and reading its JSON.
 
-The command line reads any transcript (``transcripts._read_any``); these are
+The command line reads any transcript (``transcripts.read_any``); these are
 its Anthropic half. :func:`looks_anthropic` says whether parsed JSON is an
 Anthropic Messages transcript (an array of turns, or an object with
 ``system`` and ``messages``) rather than OpenAI Chat messages, and
@@ -15,7 +15,7 @@ from typing import Any, Final
 from .._core.components import Component
 from .._core.exceptions import InvalidContextError
 from .anthropic import read_turns
-from .locate import _array_labels
+from .locate import array_labels
 
 __all__ = ["looks_anthropic", "parse_anthropic"]
 
@@ -95,7 +95,7 @@ def parse_anthropic(
             envelope["system"] = None  # an explicit null, written back as such
         return components, locations, envelope
     elif isinstance(data, list):
-        labels = _array_labels(text, len(data))
+        labels = array_labels(text, len(data))
         components = read_turns(data, source=source, locations=locations, labels=labels)
     else:
         msg = (

@@ -15,7 +15,7 @@ __all__: list[str] = []
 Format = Literal["json", "jsonl"]
 
 
-def _dumps(messages: list[dict[str, Any]], fmt: Format) -> bytes:
+def dumps_messages(messages: list[dict[str, Any]], fmt: Format) -> bytes:
     """Return ``messages`` serialised as UTF-8 JSON (``fmt="json"``) or JSONL."""
     try:
         return _serialise(messages, fmt, ascii_only=False).encode("utf-8")
@@ -29,7 +29,7 @@ def _serialise(messages: list[dict[str, Any]], fmt: Format, *, ascii_only: bool)
     return json.dumps(messages, ensure_ascii=ascii_only, indent=2) + "\n"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder.
 
     Readers see the old file or the new one, never a part; on failure the

@@ -171,7 +171,7 @@ def _has_blocks(component: Component) -> bool:
     )
 
 
-def _scan_anthropic(items: Sequence[Component]) -> _Plan:
+def scan_anthropic(items: Sequence[Component]) -> _Plan:
     """Messages API: user first, results in the very next user turn, no system after the start.
 
     Consecutive components of one role form one turn, as the API and
@@ -244,7 +244,7 @@ def _scan(items: Sequence[Component], provider: str) -> _Plan:
     if provider in ("openai", "responses"):
         return _scan_openai(items)
     if provider in ("anthropic", "gemini"):
-        return _scan_anthropic(items)
+        return scan_anthropic(items)
     msg = f"provider={provider!r} must be 'openai', 'anthropic', 'responses' or 'gemini'"
     raise InvalidArgumentError(msg)
 

@@ -1,7 +1,7 @@
 """Where in a transcript file each message starts, so an error can name its line.
 
 A JSON array of messages is read with ``json.loads``, which forgets
-positions; :func:`_array_labels` scans the text once more for the line each
+positions; :func:`array_labels` scans the text once more for the line each
 element starts on, and labels an element ``message 3 (line 12)``.
 """
 
@@ -50,7 +50,7 @@ def _element_lines(text: str) -> list[int] | None:
         return None
 
 
-def _array_labels(text: str | None, count: int) -> list[str]:
+def array_labels(text: str | None, count: int) -> list[str]:
     """Return ``"message N"`` per element, with its line when ``text`` is given."""
     lines = _element_lines(text) if text is not None else None
     if lines is None or len(lines) != count:

@@ -28,7 +28,7 @@ def _message_label(index: int) -> str:
     return f"message {index}"
 
 
-def _problems(
+def call_problems(
     components: Sequence[Component], label: Callable[[int], str] = _message_label
 ) -> list[tuple[int, str]]:
     """Return ``(index, problem)`` pairs, sorted by index; ``label`` names a position."""

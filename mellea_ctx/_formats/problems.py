@@ -22,8 +22,8 @@ from .._core.exceptions import InvalidArgumentError
 from . import gemini, responses
 from .content_rules import content_problems
 from .gemini_rules import contents_problems, system_problems
-from .history import Provider, _scan_anthropic
-from .openai import _problems as openai_tool_problems
+from .history import Provider, scan_anthropic
+from .openai import call_problems as openai_tool_problems
 from .responses_rules import item_problems
 
 __all__ = ["Problem", "Rule", "problems"]
@@ -134,7 +134,7 @@ def problems(
         pairs = (
             openai_tool_problems(items, label)
             if provider == "openai"
-            else _scan_anthropic(items).problems
+            else scan_anthropic(items).problems
         )
         found = [Problem(i, label(i), "tool_calls", text) for i, text in pairs]
         inside = content_problems(items, provider)

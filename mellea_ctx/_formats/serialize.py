@@ -19,7 +19,7 @@ import attrs
 from pyrsistent import PMap
 
 from .._core.checkpoint import Checkpoint
-from .._core.checks import _is_plain
+from .._core.checks import is_plain
 from .._core.cleared import ClearedToolResult
 from .._core.components import (
     CBlock,
@@ -118,7 +118,7 @@ def _content(record: dict[str, Any], component: Component) -> None:
         record["content"] = component.content
     else:
         record["parts"] = [part_to_record(part) for part in parts]
-    if component.structured != (not _is_plain(parts)):  # what the constructor would choose
+    if component.structured != (not is_plain(parts)):  # what the constructor would choose
         record["structured"] = component.structured
     if component.extra:
         record["extra"] = thaw_json(component.extra)
@@ -169,7 +169,7 @@ def component_to_record(component: Component) -> dict[str, Any]:
         record = {"kind": "output", "value": component.value}
         if component.parts != ((TextPart(component.value),) if component.value else ()):
             record["parts"] = [part_to_record(part) for part in component.parts]
-        if component.structured != (not _is_plain(component.parts)):
+        if component.structured != (not is_plain(component.parts)):
             record["structured"] = component.structured
         if component.extra:
             record["extra"] = thaw_json(component.extra)

@@ -4,8 +4,8 @@
 OpenAI Chat Completions messages as a JSON array or as JSONL (one message per
 line); :func:`load_anthropic` and :func:`dump_anthropic` do the same for
 Anthropic Messages API turns. The command line reads any of them, detecting
-the format from the file's name and text (``_read_any``), and writes its
-output back in the input's format (``_document``). Writes are atomic.
+the format from the file's name and text (``read_any``), and writes its
+output back in the input's format (``transcript_document``). Writes are atomic.
 
 Every error names the file and where in it the bad value is (its line, or
 the message index), the field, the value with ``repr``, what was expected
@@ -26,8 +26,8 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .anthropic import anthropic_document
 from .anthropic_files import looks_anthropic, parse_anthropic
-from .files import _atomic_write, _dumps
-from .locate import _array_labels
+from .files import atomic_write, dumps_messages
+from .locate import array_labels
 from .openai import parse_message as _parse_message
 from .openai import to_openai
 from .wire_files import detect, parse, wire_document
@@ -61,7 +61,7 @@ def _unreadable(exc: Exception) -> str:
 
 
 @attrs.define(frozen=True, slots=True)
-class _Transcript:
+class Transcript:
     """A parsed transcript: its components, its format, and where each one was read."""
 
     components: list[Component]
@@ -82,7 +82,7 @@ def _detect(text: str, suffix: str) -> Format:
     return "json" if stripped.startswith("[") or not stripped else "jsonl"
 
 
-def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
+def _parse_json(text: str, source: str, *, lines: bool = False) -> Transcript:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -96,14 +96,14 @@ def _parse_json(text: str, source: str, *, lines: bool = False) -> _Transcript:
             "(or JSONL, one message per line)"
         )
         raise InvalidContextError(msg)
-    locations = _array_labels(text if lines else None, len(data))
+    locations = array_labels(text if lines else None, len(data))
     components = [
         _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
     ]
-    return _Transcript(components, "json", locations, raw=data)
+    return Transcript(components, "json", locations, raw=data)
 
 
-def _parse_jsonl(text: str, source: str) -> _Transcript:
+def _parse_jsonl(text: str, source: str) -> Transcript:
     components: list[Component] = []
     locations: list[str] = []
     values: list[Any] = []
@@ -129,7 +129,7 @@ def _parse_jsonl(text: str, source: str) -> _Transcript:
         components.append(_parse_message(raw, f"{source} {where}"))
         locations.append(where)
         values.append(raw)
-    return _Transcript(components, "jsonl", locations, raw=values)
+    return Transcript(components, "jsonl", locations, raw=values)
 
 
 def _request_body(text: str) -> dict[str, Any] | None:
@@ -145,7 +145,7 @@ def _request_body(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _parse_body(body: dict[str, Any], source: str) -> _Transcript:
+def _parse_body(body: dict[str, Any], source: str) -> Transcript:
     """A Chat Completions request body: its messages, and its other keys as the envelope."""
     locations = [f"message {index}" for index in range(len(body["messages"]))]
     components = [
@@ -153,10 +153,10 @@ def _parse_body(body: dict[str, Any], source: str) -> _Transcript:
         for raw, where in zip(body["messages"], locations, strict=True)
     ]
     envelope = {key: value for key, value in body.items() if key != "messages"}
-    return _Transcript(components, "json", locations, envelope, raw=body)
+    return Transcript(components, "json", locations, envelope, raw=body)
 
 
-def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> _Transcript:
+def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> Transcript:
     body = _request_body(text)
     if body is not None:
         return _parse_body(body, source)
@@ -168,9 +168,9 @@ def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = Fals
     return _parse_jsonl(text, source)
 
 
-def _parse_anthropic(data: object, source: str, text: str | None = None) -> _Transcript:
+def _parse_anthropic(data: object, source: str, text: str | None = None) -> Transcript:
     components, locations, envelope = parse_anthropic(data, source, text)
-    return _Transcript(components, "anthropic", locations, envelope, raw=data)
+    return Transcript(components, "anthropic", locations, envelope, raw=data)
 
 
 def _loads(text: str, source: str) -> object:
@@ -183,7 +183,7 @@ def _loads(text: str, source: str) -> object:
         raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
 
 
-def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> _Transcript:
+def parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> Transcript:
     """Parse a transcript in ``fmt``, or in the format its name and text show."""
     if fmt == "anthropic":
         if not text.strip():
@@ -193,7 +193,7 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
     if fmt == "responses" or fmt == "gemini":
         data = _loads(text, source)
         components, locations, body = parse(data, fmt, source)
-        return _Transcript(components, fmt, locations, body, raw=data)
+        return Transcript(components, fmt, locations, body, raw=data)
     if fmt is not None:
         return _parse_transcript(text, source, fmt, lines=True)
     detected = _detect(text, suffix)
@@ -206,7 +206,7 @@ def _parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str
         wire = detect(data)
         if wire is not None:
             components, locations, body = parse(data, wire, source)
-            return _Transcript(components, wire, locations, body, raw=data)
+            return Transcript(components, wire, locations, body, raw=data)
         if data is not None and looks_anthropic(data):
             return _parse_anthropic(data, source, text)
         if isinstance(data, dict) and isinstance(data.get("messages"), list):
@@ -229,13 +229,13 @@ def _decode(data: bytes, source: str) -> str:
         raise InvalidContextError(msg) from exc
 
 
-def _read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None) -> _Transcript:
-    """Read a transcript in any format the command line knows (see ``_parse_any``)."""
+def read_any(path: str | os.PathLike[str], fmt: TranscriptFormat | None = None) -> Transcript:
+    """Read a transcript in any format the command line knows (see ``parse_any``)."""
     file = Path(path)
-    return _parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
+    return parse_any(_decode(file.read_bytes(), str(file)), str(file), fmt, file.suffix)
 
 
-def _document(
+def transcript_document(
     components: Iterable[Component],
     fmt: TranscriptFormat,
     envelope: dict[str, Any] | None = None,
@@ -262,7 +262,7 @@ def _document(
             return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
         except UnicodeEncodeError:
             return (json.dumps(body, indent=2) + "\n").encode("ascii")
-    return _dumps(to_openai(components, lost=lost), fmt)
+    return dumps_messages(to_openai(components, lost=lost), fmt)
 
 
 def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
@@ -297,7 +297,7 @@ def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
         ...     [(c.role, c.content) for c in load_anthropic(path)]
         [('system', 'Be brief.'), ('user', 'hi')]
     """
-    return _read_any(path, "anthropic").components
+    return read_any(path, "anthropic").components
 
 
 def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]) -> None:
@@ -322,10 +322,10 @@ def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]
         ...     load_anthropic(path) == [Message("user", "hi")]
         True
     """
-    _atomic_write(Path(path), _document(components, "anthropic"))
+    atomic_write(Path(path), transcript_document(components, "anthropic"))
 
 
-def _read_transcript(path: str | os.PathLike[str]) -> _Transcript:
+def _read_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read and parse a transcript file, detecting its format (see ``load_conversation``)."""
     file = Path(path)
     data = file.read_bytes()
@@ -415,5 +415,5 @@ def dump_conversation(
             "(one message per line); pass None to choose by the file name"
         )
         raise InvalidArgumentError(msg)
-    data = _dumps(to_openai(components), format)
-    _atomic_write(file, data)
+    data = dumps_messages(to_openai(components), format)
+    atomic_write(file, data)

@@ -21,17 +21,17 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from .chains import Chains, Encoded, awrite_chains
 from .redis import (
-    _APPEND,
-    _RELEASE,
-    _REPLACE,
-    _import_redis,
-    _shown_client,
-    _shown_url,
+    APPEND_SCRIPT,
+    RELEASE_SCRIPT,
+    REPLACE_SCRIPT,
+    import_redis,
     lease_key,
     loaded,
     script_call,
     script_outcome,
     session_keys,
+    shown_client,
+    shown_url,
     store_error,
 )
 from .store import (
@@ -76,7 +76,7 @@ class AsyncRedisStore:
         prefix: str = "mellea-ctx:",
         client: redis.asyncio.Redis | None = None,
     ) -> None:
-        _import_redis("AsyncRedisStore")
+        import_redis("AsyncRedisStore")
         import redis.asyncio as aioredis
 
         if not isinstance(prefix, str):
@@ -97,17 +97,17 @@ class AsyncRedisStore:
                 )
                 raise InvalidArgumentError(msg) from exc
             self._owns_client = True
-            self._where = _shown_url(url)
+            self._where = shown_url(url)
         else:
             self._owns_client = False
-            self._where = _shown_client(client)
+            self._where = shown_client(client)
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = aioredis.RedisError
         self._chains = Chains()
-        self._append = self._client.register_script(_APPEND)
-        self._replace = self._client.register_script(_REPLACE)
-        self._release = self._client.register_script(_RELEASE)
+        self._append = self._client.register_script(APPEND_SCRIPT)
+        self._replace = self._client.register_script(REPLACE_SCRIPT)
+        self._release = self._client.register_script(RELEASE_SCRIPT)
 
     @property
     def prefix(self) -> str:

@@ -106,14 +106,14 @@ redis.call('LTRIM', KEYS[3], 0, %d)
 return {1, version}
 """
 
-_APPEND: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
+APPEND_SCRIPT: Final = _SCRIPT % ("", _REMEMBERED_WRITES - 1)
 
 # The same, but the log is emptied first; it may be left empty.
-_REPLACE: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
+REPLACE_SCRIPT: Final = _SCRIPT % ("redis.call('DEL', KEYS[2])", _REMEMBERED_WRITES - 1)
 
 
 # KEYS: the lease. ARGV: the holder. Deletes the lease only if that holder still holds it.
-_RELEASE: Final = """
+RELEASE_SCRIPT: Final = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
@@ -176,7 +176,7 @@ def loaded(
     return StoredSession(version, components, meta)
 
 
-def _import_redis(owner: str = "RedisStore") -> Any:
+def import_redis(owner: str = "RedisStore") -> Any:
     try:
         import redis
     except ImportError as exc:
@@ -188,7 +188,7 @@ def _import_redis(owner: str = "RedisStore") -> Any:
     return redis
 
 
-def _shown_url(url: str) -> str:
+def shown_url(url: str) -> str:
     """``url`` without its password, to name the server in messages and reprs."""
     parts = urlsplit(url)
     if parts.password is None:
@@ -198,7 +198,7 @@ def _shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-def _shown_client(client: Any) -> str:
+def shown_client(client: Any) -> str:
     """Where a caller's client connects (host, port, db; never its credentials)."""
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None) or {}
     if "path" in kwargs:
@@ -245,7 +245,7 @@ class RedisStore:
         prefix: str = "mellea-ctx:",
         client: redis.Redis | None = None,
     ) -> None:
-        module = _import_redis()
+        module = import_redis()
         if not isinstance(prefix, str):
             msg = f"RedisStore: prefix={prefix!r} must be a str; pass e.g. 'myapp:'"
             raise InvalidArgumentError(msg)
@@ -262,17 +262,17 @@ class RedisStore:
                 )
                 raise InvalidArgumentError(msg) from exc
             self._owns_client = True
-            self._where = _shown_url(url)
+            self._where = shown_url(url)
         else:
             self._owns_client = False
-            self._where = _shown_client(client)
+            self._where = shown_client(client)
         self._client: Any = client
         self._prefix = prefix
         self._redis_error: type[Exception] = module.RedisError
         self._chains = Chains()
-        self._append = self._client.register_script(_APPEND)
-        self._replace = self._client.register_script(_REPLACE)
-        self._release = self._client.register_script(_RELEASE)
+        self._append = self._client.register_script(APPEND_SCRIPT)
+        self._replace = self._client.register_script(REPLACE_SCRIPT)
+        self._release = self._client.register_script(RELEASE_SCRIPT)
 
     @property
     def prefix(self) -> str:

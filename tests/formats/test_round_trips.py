@@ -23,7 +23,7 @@ from mellea_ctx import (
     to_anthropic,
     to_openai,
 )
-from mellea_ctx._formats.transcripts import _document, _parse_anthropic
+from mellea_ctx._formats.transcripts import _parse_anthropic, transcript_document
 
 from .wire import anthropic_documents, openai_messages
 
@@ -34,7 +34,7 @@ class TestAnthropic:
     def test_read_then_write_is_the_identity(self, document: Any) -> None:
         """Every block type the Messages API documents comes back as the same JSON."""
         components = _parse_anthropic(document, "doc").components
-        assert document == json.loads(_document(components, "anthropic"))
+        assert document == json.loads(transcript_document(components, "anthropic"))
 
     @settings(max_examples=40)
     @given(anthropic_documents())

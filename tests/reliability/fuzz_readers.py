@@ -96,7 +96,7 @@ def _any_file(payload: bytes) -> None:
     path = _FOLDER / "any.json"
     path.write_bytes(payload)
     try:
-        formats._read_any(path)
+        formats.read_any(path)
     except api.MelleaCtxError:
         return
 
