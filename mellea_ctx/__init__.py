@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getattr__ below
     from ._agent.bm25 import ToolHit
     from ._agent.delivered import DeliveredTools, InMemoryMetaStore, MetaStore
+    from ._agent.events import Event, EventHook, EventKind
     from ._agent.react import ReactResult, SessionLike, areact, react
     from ._agent.search_tool import SEARCH_TOOL_NAME
     from ._agent.tool_search import ToolSearch
@@ -23,7 +24,6 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._backends.scripted import ScriptedBackend, ScriptedReply
     from ._backends.windows import context_window, output_limit
     from ._compaction.clear_results import ClearToolResultsCompactor
-    from ._compaction.events import Event, EventHook, EventKind
     from ._compaction.planner import CompactionPlanner, PlannerDecision
     from ._compaction.prompts import (
         DEFAULT_PROMPT_TEMPLATE,
@@ -105,9 +105,9 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
     from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
     from ._formats.anthropic import from_anthropic, to_anthropic
+    from ._formats.call_rules import MISSING_RESULT, Provider, repair_history, validate_anthropic
     from ._formats.gemini import from_gemini, to_gemini
     from ._formats.gemini_rules import validate_gemini
-    from ._formats.history import MISSING_RESULT, Provider, repair_history, validate_anthropic
     from ._formats.notes import LossyConversionWarning
     from ._formats.openai import from_openai, to_openai, validate_openai
     from ._formats.problems import Problem, problems
@@ -169,7 +169,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "output_limit",
     ),
     "._compaction.clear_results": ("ClearToolResultsCompactor",),
-    "._compaction.events": (
+    "._agent.events": (
         "Event",
         "EventHook",
         "EventKind",
@@ -297,7 +297,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "to_gemini",
     ),
     "._formats.gemini_rules": ("validate_gemini",),
-    "._formats.history": (
+    "._formats.call_rules": (
         "MISSING_RESULT",
         "Provider",
         "repair_history",

@@ -14,12 +14,12 @@ from typing import Any
 
 import attrs
 
-from .._compaction.events import Event, EventHook, EventKind
 from .._compaction.records import CompactionRecord
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.protocols import Backend, Compactor
+from .events import Event, EventHook, EventKind
 from .result import SessionLike
 
 __all__ = ["Loop", "dialogue_of", "finish_turn", "request_only", "storable"]

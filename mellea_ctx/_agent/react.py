@@ -60,7 +60,6 @@ from typing import Any
 import attrs
 
 from .._backends.bridge import run_blocking
-from .._compaction.events import EventHook
 from .._compaction.records import record_sink
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
@@ -73,6 +72,7 @@ from .._core.tools import Tool, ToolArgumentError
 from .._formats.openai import validate_openai
 from .._formats.responses import answer_keys, is_custom_call
 from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
+from .events import EventHook
 from .loop_state import Loop, dialogue_of, finish_turn, request_only
 from .overflow import generate, tool_overhead
 from .result import ReactResult, SessionLike

@@ -20,6 +20,15 @@ from .._formats.anthropic_write import turns as anthropic_turns
 from .._formats.problems import problems
 from .._formats.transcripts import transcript_document
 from .changes import compare, parse_output
+from .conversation_io import (
+    WINDOW_UNITS,
+    build,
+    load,
+    require_valid,
+    turn_of,
+    window_components,
+    write,
+)
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -31,15 +40,6 @@ from .options import (
 )
 from .report import compact_report, lost_note
 from .terminal import Failure, InputError, progress, stderr
-from .transcripts import (
-    WINDOW_UNITS,
-    build,
-    load,
-    require_valid,
-    turn_of,
-    window_components,
-    write,
-)
 
 __all__ = ["compact"]
 

@@ -32,9 +32,9 @@ from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, InlineCompactor
+from .conversation_io import load, write
 from .options import CONTEXT, PINS, choice_option, format_option, tokens_option
 from .terminal import InputError, stdout
-from .transcripts import load, write
 
 __all__ = ["Bill", "cost", "replay"]
 

@@ -32,9 +32,9 @@ from .._core.components import Message, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.pins import pin_system_and_initial_user
 from .._core.tokens import count_memoized
+from .conversation_io import write
 from .options import CONTEXT, tokens_option
 from .terminal import InputError, progress, stderr, stdout
-from .transcripts import write
 
 __all__ = ["DemoRun", "chart", "demo", "plot_png", "simulate", "summary_table"]
 

@@ -14,6 +14,15 @@ from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
 from .changes import UNITS, units
+from .conversation_io import (
+    WINDOW_UNITS,
+    build,
+    file_problems,
+    load,
+    located,
+    turn_of,
+    window_components,
+)
 from .options import (
     BOUNDARIES,
     CONTEXT,
@@ -25,15 +34,6 @@ from .options import (
 )
 from .report import stats_report
 from .terminal import stdout
-from .transcripts import (
-    WINDOW_UNITS,
-    build,
-    file_problems,
-    load,
-    located,
-    turn_of,
-    window_components,
-)
 
 __all__ = ["stats"]
 

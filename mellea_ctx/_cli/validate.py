@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .._formats.history import Provider, repair_changes
+from .._formats.call_rules import Provider, repair_changes
 from .._formats.transcripts import transcript_document
 from .changes import UNITS, compare, parse_output
+from .conversation_io import file_problems, load, located, to_stdout, write
 from .options import CONTEXT, format_option
 from .report import lost_note, problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
-from .transcripts import file_problems, load, located, to_stdout, write
 
 __all__ = ["validate"]
 

@@ -20,9 +20,9 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from . import gemini, responses
+from .call_rules import Provider, scan_anthropic
 from .content_rules import content_problems
 from .gemini_rules import contents_problems, system_problems
-from .history import Provider, scan_anthropic
 from .openai import call_problems as openai_tool_problems
 from .responses_rules import item_problems
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 import attrs
 
-from .records import CompactionRecord
+from .._compaction.records import CompactionRecord
 
 __all__ = ["Event", "EventHook", "EventKind"]
 

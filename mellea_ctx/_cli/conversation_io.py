@@ -21,8 +21,8 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
+from .._formats.call_rules import Provider
 from .._formats.files import atomic_write
-from .._formats.history import Provider
 from .._formats.problems import Problem, problems
 from .._formats.transcripts import Transcript, parse_any, read_any
 from .options import FORMATS
