@@ -107,6 +107,21 @@ def test_predicted_reads_and_writes_are_what_the_server_reports(system, request_
 
     predicted = predict_cache(bodies, json_tokens, minimum=minimum_tokens(MODEL))
     assert cache.reports == [(u.uncached, u.read, u.write) for u in predicted]
+    # What the backend was billed, request by request (summaries included), is the same.
+    billed = [
+        (
+            u.prompt_tokens - u.cache_read_tokens - u.cache_write_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+        )
+        for u in result.usage
+    ]
+    assert cache.reports == billed
+    total = result.billed
+    assert (sum(u.read for u in predicted), sum(u.write for u in predicted)) == (
+        total.cache_read_tokens,
+        total.cache_write_tokens,
+    )
     # The run is what the check needs: tool steps, a compaction, reads and writes.
     assert "The manual has nothing of interest." == result.answer
     summaries = [b for b in bodies if "checkpoint_request" in json.dumps(b["messages"])]
