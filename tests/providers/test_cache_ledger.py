@@ -19,6 +19,8 @@ from typing import Any
 
 import anthropic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mellea_ctx import (
     AnthropicBackend,
@@ -172,6 +174,70 @@ def _bare(value: Any) -> Any:
 def _extends(before: dict[str, Any], after: dict[str, Any]) -> bool:
     old, new = _bare(before["messages"]), _bare(after["messages"])
     return new[: len(old)] == old
+
+
+_TEXTS = st.sampled_from(["a" * 300, "b" * 2_500, "c" * 5_000, "d" * 40, "e" * 9_000])
+_TOOLS = [{"name": f"tool_{i}", "input_schema": {"type": "object"}} for i in range(3)]
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Request bodies as a run might send them: most repeat part of an earlier one (its
+    model, system and tools too) and add turns; marks, at most four, anywhere, the last
+    block's most often."""
+    bodies: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 6))):
+        model = draw(st.sampled_from([MODEL, "claude-haiku-4-5"]))
+        system = draw(st.sampled_from(["s" * 4_000, "t"]))
+        tools = draw(st.integers(0, 3))
+        blocks: list[str] = []
+        if bodies and draw(st.integers(0, 4)):
+            earlier = draw(st.sampled_from(bodies))
+            if draw(st.integers(0, 4)):
+                model, system, tools = (
+                    earlier["model"],
+                    earlier["system"][0]["text"],
+                    len(earlier["tools"]),
+                )
+            old = [b["text"] for m in earlier["messages"] for b in m["content"]]
+            blocks = old[: draw(st.integers(len(old) // 2, len(old)))]
+        blocks += draw(st.lists(_TEXTS, min_size=0 if blocks else 1, max_size=30))
+        per = draw(st.integers(1, 3))  # blocks per message
+        messages = [
+            {
+                "role": ("user", "assistant")[(i // per) % 2],
+                "content": [{"type": "text", "text": t} for t in blocks[i : i + per]],
+            }
+            for i in range(0, len(blocks), per)
+        ]
+        body: dict[str, Any] = {
+            "model": model,
+            "system": [{"type": "text", "text": system}],
+            "tools": [dict(t) for t in _TOOLS[:tools]],
+            "messages": messages,
+        }
+        found = [*body["tools"], *body["system"]]
+        found += [block for m in messages for block in m["content"]]
+        marks = draw(st.sets(st.integers(0, len(found) - 1), max_size=3))
+        if draw(st.booleans()):
+            marks.add(len(found) - 1)
+        for index in marks:
+            found[index]["cache_control"] = MARK
+        bodies.append(body)
+    return bodies
+
+
+@given(_runs())
+def test_prediction_is_the_servers_count_on_any_run(bodies):
+    """Whatever the marks, splits and repeats, the two readings of the page agree."""
+    cache = PromptCache(json_tokens)
+    reports = [cache.bill(body) for body in bodies]
+    for model in {b["model"] for b in bodies}:
+        same = [i for i, b in enumerate(bodies) if b["model"] == model]
+        predicted = predict_cache(
+            [bodies[i] for i in same], json_tokens, minimum=minimum_tokens(model)
+        )
+        assert [reports[i] for i in same] == [(u.uncached, u.read, u.write) for u in predicted]
 
 
 class TestServerCache:
