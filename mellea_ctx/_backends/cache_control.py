@@ -8,12 +8,20 @@ request that repeats the prefix exactly (tools, then system, then messages).
 * ``"tools"``: the last tool definition (the definitions rarely change);
 * ``"system"``: the system prompt (it becomes one text block);
 * ``"history"``: the last block of the last message, so the next request,
-  which repeats the whole history and adds to it, reads it all from cache.
+  which repeats the whole history and adds to it, reads it all from cache;
+  and the last block before the last assistant message (where the request
+  before this one ended). A read is found at most 20 blocks before a mark
+  ("add an additional explicit breakpoint" before more, the prompt-caching
+  page), and one agent step with many parallel tool calls adds more than
+  20: without that second mark, its next request would read no more than
+  the tools and system. It costs nothing: the cache writes only past the
+  prefix it read.
 
 Marks already in the history (Claude Code's transcripts carry them) are
 kept as they are and count: with them, ours are placed only while the
 request stays within the API's limit of four breakpoints, the history mark
-first (it caches the most), then the system and the tools marks. Ours are
+first (it caches the most), then the system and the tools marks, then the
+previous request's end. Ours are
 5-minute marks, and "cache entries with longer TTL must appear before
 shorter TTLs" (the prompt-caching docs, on mixing TTLs; the order is tools,
 system, messages), so none of ours goes ahead of a ``"ttl": "1h"`` mark:
@@ -165,7 +173,24 @@ def place_breakpoints(
         and "cache_control" not in sent_tools[-1]
     ):
         sent_tools[-1] = {**sent_tools[-1], "cache_control": _MARK}
+        room -= 1
+    previous = _previous_end(sent)
+    if "history" in places and previous is not None and room > 0 and not _long(history_marks):
+        blocks = _as_blocks(sent[previous].get("content"))
+        marked = _marked_last(blocks) if blocks is not None else None
+        if marked is not None:
+            sent[previous] = {**sent[previous], "content": marked}
     return sent_system, sent, sent_tools
+
+
+def _previous_end(messages: Sequence[dict[str, Any]]) -> int | None:
+    """The message before the last assistant message, when something follows that one."""
+    if not messages or messages[-1].get("role") == "assistant":
+        return None  # a prefilled answer: the request before ended elsewhere
+    for index in range(len(messages) - 2, 0, -1):
+        if messages[index].get("role") == "assistant":
+            return index - 1
+    return None
 
 
 @attrs.define(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from mellea_ctx import (
 from mellea_ctx._backends.cache_control import predict_cache
 
 from ._wire import Reply, ToolUse
-from .anthropic_cache import LOOKBACK, PromptCache, json_tokens, minimum_tokens
+from .anthropic_cache import LOOKBACK, PromptCache, blocks, json_tokens, minimum_tokens
 from .anthropic_server import AnthropicWireServer
 
 MODEL = "claude-sonnet-4-5"
@@ -155,6 +155,29 @@ def test_the_planners_cache_model_holds_between_compactions(request_mode):
     assert followed >= 2
 
 
+def test_a_step_of_many_parallel_calls_still_reads_the_request_before_it():
+    """One step that adds more than 20 blocks (12 calls, 12 results) reads the last request.
+
+    The page: breakpoints look back at most 20 blocks, so "add an additional
+    explicit breakpoint" before more. With only the history's last block
+    marked, the second request would read no more than the tools and system.
+    """
+    calls = tuple(_call(page) for page in range(1, 13))
+    replies = iter([Reply(tool_calls=calls), Reply("Nothing of interest.")])
+    cache = PromptCache(json_tokens)
+    with AnthropicWireServer(lambda body: next(replies), prompt_cache=cache) as server:
+        backend = AnthropicBackend(MODEL, base_url=server.base_url, api_key="test")
+        ctx = ChatContext().add(Message("system", LONG_SYSTEM))
+        react("Read pages 1 to 12.", ctx, backend, tools=[read_page])
+        bodies = [r.json for r in server.requests if r.path == "/v1/messages"]
+
+    first, second = cache.reports
+    assert len(blocks(bodies[1])) - len(blocks(bodies[0])) > LOOKBACK
+    assert sum(first) == second[1]  # the whole first request is read
+    predicted = predict_cache(bodies, json_tokens, minimum=minimum_tokens(MODEL))
+    assert cache.reports == [(u.uncached, u.read, u.write) for u in predicted]
+
+
 def _summary(body: dict[str, Any]) -> bool:
     text = json.dumps(body["messages"])
     return "<checkpoint_request" in text or "<conversation>" in text
@@ -190,7 +213,7 @@ def _runs(draw: st.DrawFn) -> list[dict[str, Any]]:
         model = draw(st.sampled_from([MODEL, "claude-haiku-4-5"]))
         system = draw(st.sampled_from(["s" * 4_000, "t"]))
         tools = draw(st.integers(0, 3))
-        blocks: list[str] = []
+        texts: list[str] = []
         if bodies and draw(st.integers(0, 4)):
             earlier = draw(st.sampled_from(bodies))
             if draw(st.integers(0, 4)):
@@ -200,15 +223,15 @@ def _runs(draw: st.DrawFn) -> list[dict[str, Any]]:
                     len(earlier["tools"]),
                 )
             old = [b["text"] for m in earlier["messages"] for b in m["content"]]
-            blocks = old[: draw(st.integers(len(old) // 2, len(old)))]
-        blocks += draw(st.lists(_TEXTS, min_size=0 if blocks else 1, max_size=30))
-        per = draw(st.integers(1, 3))  # blocks per message
+            texts = old[: draw(st.integers(len(old) // 2, len(old)))]
+        texts += draw(st.lists(_TEXTS, min_size=0 if texts else 1, max_size=30))
+        per = draw(st.integers(1, 3))  # texts per message
         messages = [
             {
                 "role": ("user", "assistant")[(i // per) % 2],
-                "content": [{"type": "text", "text": t} for t in blocks[i : i + per]],
+                "content": [{"type": "text", "text": t} for t in texts[i : i + per]],
             }
-            for i in range(0, len(blocks), per)
+            for i in range(0, len(texts), per)
         ]
         body: dict[str, Any] = {
             "model": model,
