@@ -14,6 +14,9 @@ Route: ``POST /v1/messages`` (the scripted one, JSON or SSE). Point the real SDK
 ('tool_use', {'p': '.'}, 30)
 >>> server.requests[0].headers["authorization"]  # the SDK sends the key as a bearer token
 'Bearer test'
+
+With ``prompt_cache=PromptCache()`` (``anthropic_cache.py``) the server bills each request's
+input by Anthropic's documented prompt-caching rules instead of the scripted counts.
 """
 
 from __future__ import annotations
