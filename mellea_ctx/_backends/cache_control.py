@@ -242,7 +242,10 @@ def predict_cache(
     cache model (the next request reads what the last one cached and writes
     the rest; after a compaction, the pinned prefix) at the provider's grain:
     blocks and marks, not whole messages. Entries never expire here (no
-    clock: a run inside the cache's lifetime).
+    clock: a run inside the cache's lifetime). Not modelled: the top-level
+    ``cache_control`` of automatic caching (the backend does not send it),
+    and a change of ``tool_choice`` or ``thinking``, which the page says
+    invalidates the cached messages.
 
     ``count`` gives one block's tokens (a ``dict`` without its
     ``cache_control``); by default the default counter on its JSON.
