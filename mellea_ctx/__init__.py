@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._agent.tool_search import ToolSearch
     from ._backends.anthropic import AnthropicBackend
     from ._backends.bridge import run_blocking
+    from ._backends.cache_control import CacheUse, predict_cache
     from ._backends.extractive import ExtractiveBackend
     from ._backends.openai import OpenAIBackend
     from ._backends.openai_responses import OpenAIResponsesBackend
@@ -156,6 +157,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._agent.tool_search": ("ToolSearch",),
     "._backends.anthropic": ("AnthropicBackend",),
     "._backends.bridge": ("run_blocking",),
+    "._backends.cache_control": (
+        "CacheUse",
+        "predict_cache",
+    ),
     "._backends.extractive": ("ExtractiveBackend",),
     "._backends.openai": ("OpenAIBackend",),
     "._backends.openai_responses": ("OpenAIResponsesBackend",),
@@ -374,6 +379,7 @@ __all__ = [
     "BackendError",
     "BackendTimeoutError",
     "CBlock",
+    "CacheUse",
     "ChatContext",
     "Checkpoint",
     "ClearToolResultsCompactor",
@@ -490,6 +496,7 @@ __all__ = [
     "pin_react_initiator",
     "pin_system",
     "pin_system_and_initial_user",
+    "predict_cache",
     "problems",
     "react",
     "react_summary_prompt",

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from .._compaction.records import CompactionRecord
+from .._core.calls import Usage
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.context import ChatContext
@@ -40,6 +41,7 @@ class Loop:
     request_only: list[Component] = attrs.Factory(list)
     ctx: ChatContext | None = None
     records: int = 0  # compaction records seen so far
+    billed: list[Usage] = attrs.Factory(list)  # each answered request's usage, in order
 
     def emit(self, kind: EventKind, **fields: Any) -> None:
         if self.on_event is None:

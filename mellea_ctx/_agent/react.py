@@ -60,6 +60,7 @@ from typing import Any
 import attrs
 
 from .._backends.bridge import run_blocking
+from .._backends.telemetry import usage_sink
 from .._compaction.records import record_sink
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
@@ -203,6 +204,7 @@ async def areact(
         loop.request_only = request_only(ctx, session)
     turns = itertools.count(1) if loop_budget == UNLIMITED else range(1, loop_budget + 1)
     token = record_sink.set(loop.on_record)
+    billing = usage_sink.set(loop.billed)  # summary requests' usage, beside the agent's
     try:
         # The goal is stored with the first finished turn, not before: a call that fails
         # or is cancelled before any turn finishes leaves the session as it was.
@@ -216,9 +218,12 @@ async def areact(
                 loop.emit("turn_failed", error=f"{type(exc).__name__}: {exc}")
                 raise
             if answer is not None:
-                return ReactResult(answer.value, loop.ctx, turn, "answer", loop.session)
-        return ReactResult(None, loop.ctx, loop.turn, "budget", loop.session)
+                return ReactResult(
+                    answer.value, loop.ctx, turn, "answer", loop.session, tuple(loop.billed)
+                )
+        return ReactResult(None, loop.ctx, loop.turn, "budget", loop.session, tuple(loop.billed))
     finally:
+        usage_sink.reset(billing)
         record_sink.reset(token)
 
 
@@ -293,6 +298,8 @@ async def _turn(
     if not isinstance(output, ModelOutputThunk):
         msg = f"react: the backend returned {short_repr(output)}, not a ModelOutputThunk"
         raise InvalidContextError(msg)
+    if output.usage is not None:
+        loop.billed.append(output.usage)
     output = _as_answer(output)
     loop.ctx = loop.ctx.add(output)
     if not output.tool_calls:

@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 
 import attrs
 
+from .._core.calls import Usage
 from .._core.components import Component
 from .._core.context import ChatContext
 
@@ -38,6 +39,9 @@ class ReactResult:
         turns: Model calls made.
         stopped: ``"answer"`` or ``"budget"``.
         session: The session snapshot after the last commit, when a session was given.
+        usage: What the provider billed each model request of the run, in order:
+            the agent's own and its compactions' summary requests (those that
+            reported usage).
     """
 
     answer: str | None
@@ -45,3 +49,33 @@ class ReactResult:
     turns: int
     stopped: Literal["answer", "budget"]
     session: SessionLike | None = None
+    usage: tuple[Usage, ...] = ()
+
+    @property
+    def billed(self) -> Usage | None:
+        """The run's bill: every request's :attr:`usage` added up (``None``: none reported).
+
+        A cache count is ``None`` when no request reported it.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext
+            >>> run = ReactResult("ok", ChatContext(), 2, "answer", usage=(
+            ...     Usage(900, 10, cache_write_tokens=800), Usage(950, 5, cache_read_tokens=800)))
+            >>> run.billed
+            Usage(prompt_tokens=1850, completion_tokens=15, total_tokens=1865, \
+cache_read_tokens=800, cache_write_tokens=800)
+        """
+        if not self.usage:
+            return None
+
+        def total(field: str) -> int | None:
+            counts = [getattr(u, field) for u in self.usage if getattr(u, field) is not None]
+            return sum(counts) if counts else None
+
+        return Usage(
+            sum(u.prompt_tokens for u in self.usage),
+            sum(u.completion_tokens for u in self.usage),
+            sum(u.total_tokens for u in self.usage),
+            cache_read_tokens=total("cache_read_tokens"),
+            cache_write_tokens=total("cache_write_tokens"),
+        )

@@ -8,28 +8,44 @@ request that repeats the prefix exactly (tools, then system, then messages).
 * ``"tools"``: the last tool definition (the definitions rarely change);
 * ``"system"``: the system prompt (it becomes one text block);
 * ``"history"``: the last block of the last message, so the next request,
-  which repeats the whole history and adds to it, reads it all from cache.
+  which repeats the whole history and adds to it, reads it all from cache;
+  and the last block before the last assistant message (where the request
+  before this one ended). A read is found at most 20 blocks before a mark
+  ("add an additional explicit breakpoint" before more, the prompt-caching
+  page), and one agent step with many parallel tool calls adds more than
+  20: without that second mark, its next request would read no more than
+  the tools and system. It costs nothing: the cache writes only past the
+  prefix it read.
 
 Marks already in the history (Claude Code's transcripts carry them) are
 kept as they are and count: with them, ours are placed only while the
 request stays within the API's limit of four breakpoints, the history mark
-first (it caches the most), then the system and the tools marks. Ours are
+first (it caches the most), then the system and the tools marks, then the
+previous request's end. Ours are
 5-minute marks, and "cache entries with longer TTL must appear before
 shorter TTLs" (the prompt-caching docs, on mixing TTLs; the order is tools,
 system, messages), so none of ours goes ahead of a ``"ttl": "1h"`` mark:
 that mark already caches everything before it. A block that already has a
 mark is never given another. Thinking blocks cannot carry a breakpoint, so
 the last other block is marked.
+
+:func:`predict_cache` says, for each request of a run, what those marks make
+the cache read and write under Anthropic's documented rules (see its docs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._core.exceptions import InvalidArgumentError
+import attrs
 
-__all__ = ["BREAKPOINTS", "place_breakpoints", "validate_breakpoints"]
+from .._core.exceptions import InvalidArgumentError
+from .._core.tokens import default_counter
+
+__all__ = ["BREAKPOINTS", "CacheUse", "place_breakpoints", "predict_cache", "validate_breakpoints"]
 
 #: Every place a breakpoint can go, and the default: all of them.
 BREAKPOINTS = ("tools", "system", "history")
@@ -157,4 +173,120 @@ def place_breakpoints(
         and "cache_control" not in sent_tools[-1]
     ):
         sent_tools[-1] = {**sent_tools[-1], "cache_control": _MARK}
+        room -= 1
+    previous = _previous_end(sent)
+    if "history" in places and previous is not None and room > 0 and not _long(history_marks):
+        blocks = _as_blocks(sent[previous].get("content"))
+        marked = _marked_last(blocks) if blocks is not None else None
+        if marked is not None:
+            sent[previous] = {**sent[previous], "content": marked}
     return sent_system, sent, sent_tools
+
+
+def _previous_end(messages: Sequence[dict[str, Any]]) -> int | None:
+    """The message before the last assistant message, when something follows that one."""
+    if not messages or messages[-1].get("role") == "assistant":
+        return None  # a prefilled answer: the request before ended elsewhere
+    for index in range(len(messages) - 2, 0, -1):
+        if messages[index].get("role") == "assistant":
+            return index - 1
+    return None
+
+
+@attrs.define(frozen=True, slots=True)
+class CacheUse:
+    """One request's prompt, as the cache bills it: tokens read, written, and neither.
+
+    ``read`` is Anthropic's ``cache_read_input_tokens``, ``write`` its
+    ``cache_creation_input_tokens`` and ``uncached`` its ``input_tokens``.
+    """
+
+    read: int
+    write: int
+    uncached: int
+
+
+def _block_tokens(block: Mapping[str, Any]) -> int:
+    return default_counter().count_text(json.dumps(block, sort_keys=True))
+
+
+def _request_blocks(request: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``request``'s blocks in the order the cache reads them: tools, system, messages."""
+    out: list[tuple[str, Mapping[str, Any]]] = [("tools", t) for t in request.get("tools") or ()]
+    for where, content in [("system", request.get("system"))] + [
+        (f"{i}:{m.get('role')}", m.get("content")) for i, m in enumerate(request["messages"])
+    ]:
+        out += [(where, block) for block in _as_blocks(content) or ()]
+    return out
+
+
+def predict_cache(
+    requests: Iterable[Mapping[str, Any]],
+    count: Callable[[Mapping[str, Any]], int] | None = None,
+    *,
+    minimum: int = 1_024,
+    lookback: int = 20,
+) -> list[CacheUse]:
+    """Return what the prompt cache reads and writes for each of ``requests``, in order.
+
+    ``requests`` are Messages request bodies as a run sent them (what
+    :meth:`AnthropicBackend.request <mellea_ctx.AnthropicBackend.request>`
+    builds), to one cache that starts empty. The rules, from Anthropic's
+    prompt-caching page: a marked block caches the whole prefix up to it,
+    tools, system and messages in that order (the marks themselves are not
+    part of it), when that prefix has at least ``minimum`` tokens (1,024 for
+    most models; 2,048 or 4,096 for some, see the page's table). A request
+    reads the longest prefix an earlier request cached that ends at one of the
+    ``lookback`` block boundaries up to one of its marks, and writes from there
+    to its last cached mark; the rest is uncached input. This is the planner's
+    cache model (the next request reads what the last one cached and writes
+    the rest; after a compaction, the pinned prefix) at the provider's grain:
+    blocks and marks, not whole messages. Entries never expire here (no
+    clock: a run inside the cache's lifetime). Not modelled: the top-level
+    ``cache_control`` of automatic caching (the backend does not send it),
+    and a change of ``tool_choice`` or ``thinking``, which the page says
+    invalidates the cached messages.
+
+    ``count`` gives one block's tokens (a ``dict`` without its
+    ``cache_control``); by default the default counter on its JSON.
+
+    Examples:
+        >>> mark = {"type": "ephemeral"}
+        >>> request = {
+        ...     "model": "claude-sonnet-4-5",
+        ...     "system": [{"type": "text", "text": "x" * 1_500, "cache_control": mark}],
+        ...     "messages": [{"role": "user", "content": "hi"}],
+        ... }
+        >>> letters = lambda block: len(block["text"])  # one token a character
+        >>> predict_cache([request, request], letters)
+        [CacheUse(read=0, write=1500, uncached=2), CacheUse(read=1500, write=0, uncached=2)]
+    """
+    size = count or _block_tokens
+    cached: set[bytes] = set()  # the digests of the prefixes written so far
+    uses: list[CacheUse] = []
+    for request in requests:
+        found = _request_blocks(request)
+        marks = [i for i, (_, block) in enumerate(found) if "cache_control" in block]
+        ends: list[int] = []  # ends[i]: tokens up to and including block i
+        keys: list[bytes] = []  # keys[i]: the digest of that prefix, behind the model
+        chain = hashlib.sha256(str(request.get("model")).encode())
+        for where, block in found:
+            bare = {k: v for k, v in block.items() if k != "cache_control"}
+            ends.append((ends[-1] if ends else 0) + size(bare))
+            chain.update(json.dumps([where, bare], sort_keys=True).encode() + b"\n")
+            keys.append(chain.copy().digest())
+        hit = next(
+            (
+                i
+                for mark in reversed(marks)
+                for i in range(mark, max(mark - lookback, -1), -1)
+                if keys[i] in cached
+            ),
+            -1,
+        )
+        read = ends[hit] if hit >= 0 else 0
+        new = [i for i in marks if i > hit and ends[i] >= minimum]
+        cached.update(keys[i] for i in new)
+        write = ends[new[-1]] - read if new else 0
+        uses.append(CacheUse(read, write, (ends[-1] if ends else 0) - read - write))
+    return uses

@@ -40,6 +40,7 @@ __all__ = [
     "observe_request_failure",
     "observe_retry",
     "observing",
+    "usage_sink",
 ]
 
 #: The name of the package's logger.
@@ -120,6 +121,8 @@ def observe_compaction(record: Any) -> None:
 def model_call_span(backend: object, usage_of: list[Any]) -> Iterator[None]:
     """Run one summary request inside a ``chat {model}`` client span (nothing when off).
 
+    The answer's usage also goes to :data:`usage_sink` when it is set.
+
     Args:
         backend: The backend asked; its ``model`` and ``provider`` name the span.
         usage_of: A list the body appends the output to, for the usage attributes.
@@ -127,6 +130,7 @@ def model_call_span(backend: object, usage_of: list[Any]) -> Iterator[None]:
     tracer = _tracer()
     if tracer is None:
         yield
+        _collect(usage_of)
         return
     model = getattr(backend, "model", None)
     attributes: dict[str, Any] = {
@@ -147,6 +151,19 @@ def model_call_span(backend: object, usage_of: list[Any]) -> Iterator[None]:
         if usage is not None:
             span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
             span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+    _collect(usage_of)
+
+
+#: While set, the usage of every summary request answered (in :func:`model_call_span`)
+#: is appended to it: ``react`` sets it for its run, to bill summaries with its own calls.
+usage_sink: ContextVar[list[Any] | None] = ContextVar("mellea_ctx_usage_sink", default=None)
+
+
+def _collect(usage_of: list[Any]) -> None:
+    sink = usage_sink.get()
+    usage = getattr(usage_of[-1], "usage", None) if usage_of else None
+    if sink is not None and usage is not None:
+        sink.append(usage)
 
 
 def observing() -> bool:

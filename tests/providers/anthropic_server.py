@@ -14,14 +14,19 @@ Route: ``POST /v1/messages`` (the scripted one, JSON or SSE). Point the real SDK
 ('tool_use', {'p': '.'}, 30)
 >>> server.requests[0].headers["authorization"]  # the SDK sends the key as a bearer token
 'Bearer test'
+
+With ``prompt_cache=PromptCache()`` (``anthropic_cache.py``) the server bills each request's
+input by Anthropic's documented prompt-caching rules instead of the scripted counts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ._wire import Fail, RecordedRequest, Reply, WireServer, halves, sse_data, text_pieces
+from .anthropic_cache import PromptCache
 from .anthropic_rules import request_violations, sign
 
 __all__ = ["AnthropicWireServer"]
@@ -55,8 +60,11 @@ class AnthropicWireServer(WireServer):
     #: rules (see ``anthropic_rules.py``); ``violations`` then lists what each request broke.
     enforce_rules = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, prompt_cache: PromptCache | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        #: When set, each answer's input and cache usage are what this cache bills the
+        #: request (``anthropic_cache.py``, the documented rules), not the scripted ones.
+        self.prompt_cache = prompt_cache
         #: The ``redacted_thinking`` data this server handed out.
         self.redacted_issued: set[str] = set()
         #: Per checked request (with ``enforce_rules``), the rules it broke.
@@ -98,8 +106,16 @@ class AnthropicWireServer(WireServer):
             blocks.append({"type": "redacted_thinking", "data": reply.redacted})
         return blocks
 
+    def _billed(self, reply: Reply, body: Mapping[str, Any]) -> Reply:
+        """``reply`` with the prompt cache's usage for ``body``, when the server has a cache."""
+        if self.prompt_cache is None:
+            return reply
+        uncached, read, written = self.prompt_cache.bill(body)
+        return dataclasses.replace(reply, usage=(uncached, reply.usage[1]), cache=(read, written))
+
     def render(self, reply: Reply, body: Mapping[str, Any], response_id: str) -> object:
         """A ``message`` object."""
+        reply = self._billed(reply, body)
         content = self._thinking_blocks(reply)
         content += [{"type": "text", "text": reply.text}] if reply.text else []
         content += [
@@ -115,11 +131,12 @@ class AnthropicWireServer(WireServer):
 
     def render_events(self, reply: Reply, body: Mapping[str, Any], response_id: str) -> list[bytes]:
         """``message_start``, a ping, each block's start/deltas/stop, ``message_delta``, stop."""
+        reply = self._billed(reply, body)
         start = {
             **_message(reply, body, response_id),
             "content": [],
             "stop_reason": None,
-            "usage": _usage(reply.usage[0], 1),
+            "usage": _usage(reply.usage[0], 1, *reply.cache),
         }
         events = [
             sse_data({"type": "message_start", "message": start}, "message_start"),
@@ -156,7 +173,11 @@ class AnthropicWireServer(WireServer):
         delta = {"stop_reason": _stop_reason(reply), "stop_sequence": None}
         events.append(
             sse_data(
-                {"type": "message_delta", "delta": delta, "usage": _delta_usage(*reply.usage)},
+                {
+                    "type": "message_delta",
+                    "delta": delta,
+                    "usage": _delta_usage(*reply.usage, *reply.cache),
+                },
                 "message_delta",
             )
         )
@@ -206,8 +227,10 @@ def _usage(
     }
 
 
-def _delta_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _delta_usage(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_written: int = 0
+) -> dict[str, Any]:
     """``message_delta`` usage: cumulative counts, without the message-level fields."""
-    usage = _usage(input_tokens, output_tokens)
+    usage = _usage(input_tokens, output_tokens, cache_read, cache_written)
     del usage["service_tier"]
     return usage

@@ -16,6 +16,7 @@ from mellea_ctx import (
     Usage,
     tool,
 )
+from mellea_ctx._backends.cache_control import place_breakpoints
 
 from ._wire import Reply
 from .anthropic_server import AnthropicWireServer
@@ -100,6 +101,26 @@ class TestBreakpoints:
         assert "cache_control" not in body["tools"][-1]
         assert "Be brief." == body["system"]
         assert MARK == body["messages"][-1]["content"][-1]["cache_control"]
+
+    def test_the_previous_requests_end_is_marked_too(self):
+        """The last block before the last assistant message: a read is found within 20
+        blocks of a mark (the prompt-caching page), and a step may add more."""
+        turns = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "more"},
+        ]
+
+        def marks(messages: list[dict[str, Any]]) -> list[Any]:
+            return [
+                None if isinstance(m["content"], str) else m["content"][-1].get("cache_control")
+                for m in messages
+            ]
+
+        assert [MARK, None, MARK] == marks(place_breakpoints({"history"}, None, turns, [])[1])
+        prefilled = [*turns, {"role": "assistant", "content": "Sure:"}]
+        sent = place_breakpoints({"history"}, None, prefilled, [])[1]
+        assert [None, None, None, MARK] == marks(sent)
 
     @pytest.mark.parametrize(
         ("value", "match"),
