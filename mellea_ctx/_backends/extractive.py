@@ -33,7 +33,7 @@ import attrs
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError
 from .._core.ledger import derive_ledger, strip_label
-from .._core.tokens import default_counter
+from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
 from .transcript_read import read_transcript
 from .windows import check_window
@@ -179,6 +179,7 @@ def _sentences(text: str) -> list[_Sentence]:
             end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
             yield header.group(1), text[header.end() : end]
 
+    counts: dict[str, int] = {}  # a sentence said again is counted once (issue 24)
     for label, body in bodies():
         speaker = _speaker(label)
         for piece in _SENTENCE_BREAK.split(body):
@@ -187,7 +188,10 @@ def _sentences(text: str) -> list[_Sentence]:
                 continue
             if len(piece) > 400:
                 piece = piece[:400].rstrip() + " …"
-            found.append(_Sentence(len(found), speaker, piece, counter.count_text(piece) + 3))
+            tokens = counts.get(piece)
+            if tokens is None:
+                tokens = counts[piece] = counter.count_text(piece) + 3
+            found.append(_Sentence(len(found), speaker, piece, tokens))
     return found
 
 
@@ -247,7 +251,8 @@ class ExtractiveBackend:
         prompt = messages[-1].content if messages else ""
         match = _CONVERSATION.search(prompt)
         counter = default_counter()
-        input_tokens = sum(counter.count(message) for message in messages)
+        # Memoized: the summary engine has counted this request already (issue 24).
+        input_tokens = count_all(counter, messages)
         asked = _CONTINUATION.search(prompt) if match is None else None
         if asked is not None:  # a continuation request: summarize the span it names
             first, keep = int(asked.group(1)), int(asked.group(2))
@@ -383,9 +388,11 @@ def _pick(sentences: list[_Sentence], budget: int) -> str:
     for words in documents:
         frequency.update(words)
     total = len(sentences)
+    # Each word's weight once, not once per sentence that has it: the same floats.
+    rarity = {w: math.log(1 + total / n) for w, n in frequency.items()}
 
     def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
-        weight = sum(math.log(1 + total / frequency[w]) for w in words)
+        weight = sum(map(rarity.__getitem__, words))
         weight /= math.sqrt(max(len(words), 1))
         if sentence.speaker == "user":
             weight *= 1.6

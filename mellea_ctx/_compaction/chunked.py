@@ -23,7 +23,7 @@ from .._core.checkpoint import Checkpoint
 from .._core.components import Component, Message
 from .._core.exceptions import ContextOverflowError, SpanTooLargeError
 from .._core.protocols import Backend
-from .._core.tokens import TokenCounter
+from .._core.tokens import TokenCounter, count_all
 from .prompts import SUMMARIZER_INSTRUCTIONS, render_conversation
 from .render_budget import Shortener, fit_conversation, plan_chunks
 
@@ -80,7 +80,7 @@ async def summarize_span(
 
     def counted(prompt: str) -> list[Component]:
         request = _request(prompt)
-        sent.append(sum(counter.count(component) for component in request))
+        sent.append(count_all(counter, request))  # memoized: the backend may count it too
         return request
 
     retries = 0
