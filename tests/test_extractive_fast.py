@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import Counter
+from typing import Any
 
 import attrs
 from hypothesis import given, settings
@@ -25,9 +26,18 @@ from hypothesis import strategies as st
 
 from mellea_ctx import ExtractiveBackend, Message, ToolCall, ToolMessage, derive_ledger
 from mellea_ctx._backends import extractive
+from mellea_ctx._backends.transcript_read import read_transcript
+from mellea_ctx._compaction.prompts import (
+    DEFAULT_PROMPT_TEMPLATE,
+    fill_template,
+    render_conversation,
+    validate_prompt_template,
+)
 from mellea_ctx._core import ledger
 from mellea_ctx._core.ledger import LedgerEntry
 from mellea_ctx._core.tokens import default_counter
+
+from .strategies import histories
 
 # Few symbols, so that values collide; "\0" is the separator _used joins with.
 _PIECES = st.sampled_from(["a", "b", "ab", " ", "\0", "call", "x y", "id_1", "/"])
@@ -217,3 +227,42 @@ def test_the_backend_counts_its_request_through_the_memo() -> None:
     assert out.usage is not None
     assert out.usage.prompt_tokens == default_counter().count(prompt)
     assert prompt._token_memo == ((default_counter(), out.usage.prompt_tokens),)  # type: ignore[attr-defined]
+
+
+# -- one copy of a long span's prompt ----------------------------------------------------------
+
+_TEMPLATE_TEXT = st.lists(
+    st.sampled_from(["Summarize", " ", "\n", "{{", "}}", "{{x}}", "é", "🙂", "{conversation}"]),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(
+    _TEMPLATE_TEXT.filter(lambda t: "{conversation}" in t.replace("{{", "").replace("}}", "")),
+    st.lists(st.text(max_size=6), max_size=5),
+    st.text(max_size=6),
+)
+def test_fill_template_is_format_then_the_tail(template: str, lines: list[str], tail: str) -> None:
+    validate_prompt_template(template)
+    assert fill_template(template, lines, tail) == (
+        template.format(conversation="\n".join(lines)) + tail
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), st.integers(1, 400))
+def test_the_backend_reads_the_transcript_in_place(history: list[Any], budget: int) -> None:
+    """Summarizing the prompt is summarizing the transcript cut out of it, and reading it too."""
+    transcript = render_conversation(history)
+    prompt = DEFAULT_PROMPT_TEMPLATE.format(conversation=transcript) + "\n\n<focus>x</focus>"
+    options = {"max_tokens": budget}
+    out = asyncio.run(
+        ExtractiveBackend().generate([Message("user", prompt)], model_options=options)
+    )
+    assert out.value == ExtractiveBackend().summarize(transcript, budget)
+    start = prompt.index(transcript) if transcript else 0
+    if transcript and prompt[start - 1] == "\n":
+        end = start + len(transcript)
+        assert read_transcript(prompt, start=start, end=end) == read_transcript(transcript)
+        assert extractive._sentences(prompt, start, end) == extractive._sentences(transcript)

@@ -167,17 +167,19 @@ def _speaker(header: str) -> str:
     return header.split()[0] if header else "text"
 
 
-def _sentences(text: str) -> list[_Sentence]:
+def _sentences(text: str, start: int = 0, end: int | None = None) -> list[_Sentence]:
+    """The sentences of ``text[start:end]`` (``start`` is 0 or follows a newline)."""
     counter = default_counter()
     found: list[_Sentence] = []
-    headers = list(_HEADER.finditer(text))
+    stop = len(text) if end is None else end
+    headers = list(_HEADER.finditer(text, start, stop))
 
     def bodies() -> Iterator[tuple[str, str]]:  # one at a time, not a second copy of text
         if not headers:
-            yield "text", text
+            yield "text", text[start:stop]
         for index, header in enumerate(headers):
-            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-            yield header.group(1), text[header.end() : end]
+            until = headers[index + 1].start() if index + 1 < len(headers) else stop
+            yield header.group(1), text[header.end() : until]
 
     counts: dict[str, int] = {}  # a sentence said again is counted once (issue 24)
     for label, body in bodies():
@@ -263,12 +265,15 @@ class ExtractiveBackend:
             completion = counter.count(step)
             usage = Usage(prompt_tokens=input_tokens, completion_tokens=completion)
             return ModelOutputThunk(step.value, tool_calls=step.tool_calls, usage=usage)
-        text = match.group(1) if match else prompt
+        # The transcript is read where it stands in the prompt, not copied out of it: on a
+        # long span it is most of the prompt, four bytes a character when any one
+        # character is outside Latin-1 (issue 24).
+        start, end = match.span(1) if match else (0, len(prompt))
         options = dict(model_options or {})
         budget = options.get("max_tokens")
         if not isinstance(budget, int) or budget <= 0:
-            budget = max(self.min_tokens, int(counter.count_text(text) * self.ratio))
-        summary = self.summarize(text, budget)
+            budget = max(self.min_tokens, int(counter.count_text(prompt[start:end]) * self.ratio))
+        summary = self._summarize(prompt, budget, start, end)
         completion = counter.count_text(summary)
         return ModelOutputThunk(
             summary,
@@ -349,10 +354,14 @@ class ExtractiveBackend:
             >>> ExtractiveBackend().summarize(said, 40)
             '- assistant: The parser fails on tabs.'
         """
+        return self._summarize(text, budget, 0, len(text))
+
+    def _summarize(self, text: str, budget: int, start: int, end: int) -> str:
+        """:meth:`summarize` of ``text[start:end]``, read in place (``start`` follows a newline)."""
         if budget <= 0:
             return ""
         counter = default_counter()
-        components = read_transcript(text)
+        components = read_transcript(text, start=start, end=end)
         ledger = derive_ledger(components)
         carried = [
             value
@@ -362,7 +371,7 @@ class ExtractiveBackend:
         ]
         sentences = [
             s
-            for s in _sentences(text)
+            for s in _sentences(text, start, end)
             # Tool-call arguments are data; a tool's output may say what happened.
             if s.speaker != "call" and not _is_data(s.text) and not _carried(s.text, carried)
         ]
