@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -167,8 +167,17 @@ def _speaker(header: str) -> str:
     return header.split()[0] if header else "text"
 
 
-def _sentences(text: str, start: int = 0, end: int | None = None) -> list[_Sentence]:
-    """The sentences of ``text[start:end]`` (``start`` is 0 or follows a newline)."""
+def _sentences(
+    text: str,
+    start: int = 0,
+    end: int | None = None,
+    keep: Callable[[str, str], bool] | None = None,
+) -> list[_Sentence]:
+    """The sentences of ``text[start:end]`` (``start`` is 0 or follows a newline).
+
+    With ``keep``, only those it keeps (given speaker and text) are made, each at
+    the position it has among all of them.
+    """
     counter = default_counter()
     found: list[_Sentence] = []
     stop = len(text) if end is None else end
@@ -182,6 +191,7 @@ def _sentences(text: str, start: int = 0, end: int | None = None) -> list[_Sente
             yield header.group(1), text[header.end() : until]
 
     counts: dict[str, int] = {}  # a sentence said again is counted once (issue 24)
+    position = 0
     for label, body in bodies():
         speaker = _speaker(label)
         for piece in _SENTENCE_BREAK.split(body):
@@ -190,10 +200,13 @@ def _sentences(text: str, start: int = 0, end: int | None = None) -> list[_Sente
                 continue
             if len(piece) > 400:
                 piece = piece[:400].rstrip() + " …"
+            position += 1
+            if keep is not None and not keep(speaker, piece):
+                continue
             tokens = counts.get(piece)
             if tokens is None:
                 tokens = counts[piece] = counter.count_text(piece) + 3
-            found.append(_Sentence(len(found), speaker, piece, tokens))
+            found.append(_Sentence(position - 1, speaker, piece, tokens))
     return found
 
 
@@ -369,13 +382,18 @@ class ExtractiveBackend:
             if entry.source == "user" and entry.key != "goal"  # requests tell what happened
             for value in (entry.value, *entry.superseded)
         ]
-        sentences = [
-            s
-            for s in _sentences(text, start, end)
+        read = len(components)
+        del components, ledger  # a long span's are big; the sentences come next (issue 24)
+        sentences = _sentences(
+            text,
+            start,
+            end,
             # Tool-call arguments are data; a tool's output may say what happened.
-            if s.speaker != "call" and not _is_data(s.text) and not _carried(s.text, carried)
-        ]
-        fallback = f"{len(components)} earlier messages; their state follows."
+            lambda speaker, said: (
+                speaker != "call" and not _is_data(said) and not _carried(said, carried)
+            ),
+        )
+        fallback = f"{read} earlier messages; their state follows."
         summary = _pick(sentences, budget)
         if summary:
             return summary

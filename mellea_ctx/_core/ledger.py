@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -995,17 +994,10 @@ def _defines(found: list[LedgerEntry], call_id: str, output: str, reads: _Reads)
 def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
     """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
     out = list(found)
-    # One search per anchor, not one per fact and mention (quadratic on a long session,
-    # issue 24): the mentions joined, the newest one naming the anchor found from the
-    # end. ``after`` never decreases along ``mentions``, so a fact is used exactly
-    # when that newest mention came after it. An anchor without the separator never
-    # matches across two mentions; one with it is tested mention by mention.
-    joined = "\0".join(text for _, text in mentions)
-    starts: list[int] = []
-    offset = 0
-    for _, text in mentions:
-        starts.append(offset)
-        offset += len(text) + 1
+    # One look per anchor, not one per fact and mention (quadratic on a long session,
+    # issue 24): the newest mention naming the anchor, found from the end. ``after``
+    # never decreases along ``mentions``, so a fact is used exactly when that newest
+    # mention came after it.
     newest: dict[str, int] = {}  # anchor -> ``after`` of the newest mention naming it (-1: none)
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
@@ -1013,14 +1005,11 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
         anchor = entry.key[len("fact:") :]
         if len(anchor) < 3:
             continue
-        if "\0" in anchor:
-            later = (text for after, text in mentions if after > position)
-            used = any(anchor in text for text in later)
-        else:
-            if anchor not in newest:
-                at = joined.rfind(anchor)
-                newest[anchor] = -1 if at < 0 else mentions[bisect_right(starts, at) - 1][0]
-            used = newest[anchor] > position
+        if anchor not in newest:
+            newest[anchor] = next(
+                (after for after, text in reversed(mentions) if anchor in text), -1
+            )
+        used = newest[anchor] > position
         if used:
             out[position] = attrs.evolve(entry, state="used")
     return out
