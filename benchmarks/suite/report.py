@@ -389,7 +389,9 @@ def _hot(hot: Mapping[str, Any]) -> list[str]:
         ]
         out += [
             "A `TokenBudgetCompactor` compaction with `ExtractiveBackend` of an agent session "
-            "resampled from the corpus, one fresh process per size:",
+            "resampled from the corpus, one fresh process per size"
+            + (f" ({hot['big_note']})" if hot.get("big_note") else "")
+            + ":",
             "",
             _table(header, rows),
             "",

@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -33,7 +33,7 @@ import attrs
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError
 from .._core.ledger import derive_ledger, strip_label
-from .._core.tokens import default_counter
+from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
 from .transcript_read import read_transcript
 from .windows import check_window
@@ -167,18 +167,31 @@ def _speaker(header: str) -> str:
     return header.split()[0] if header else "text"
 
 
-def _sentences(text: str) -> list[_Sentence]:
+def _sentences(
+    text: str,
+    start: int = 0,
+    end: int | None = None,
+    keep: Callable[[str, str], bool] | None = None,
+) -> list[_Sentence]:
+    """The sentences of ``text[start:end]`` (``start`` is 0 or follows a newline).
+
+    With ``keep``, only those it keeps (given speaker and text) are made, each at
+    the position it has among all of them.
+    """
     counter = default_counter()
     found: list[_Sentence] = []
-    headers = list(_HEADER.finditer(text))
+    stop = len(text) if end is None else end
+    headers = list(_HEADER.finditer(text, start, stop))
 
     def bodies() -> Iterator[tuple[str, str]]:  # one at a time, not a second copy of text
         if not headers:
-            yield "text", text
+            yield "text", text[start:stop]
         for index, header in enumerate(headers):
-            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-            yield header.group(1), text[header.end() : end]
+            until = headers[index + 1].start() if index + 1 < len(headers) else stop
+            yield header.group(1), text[header.end() : until]
 
+    counts: dict[str, int] = {}  # a sentence said again is counted once (issue 24)
+    position = 0
     for label, body in bodies():
         speaker = _speaker(label)
         for piece in _SENTENCE_BREAK.split(body):
@@ -187,7 +200,13 @@ def _sentences(text: str) -> list[_Sentence]:
                 continue
             if len(piece) > 400:
                 piece = piece[:400].rstrip() + " …"
-            found.append(_Sentence(len(found), speaker, piece, counter.count_text(piece) + 3))
+            position += 1
+            if keep is not None and not keep(speaker, piece):
+                continue
+            tokens = counts.get(piece)
+            if tokens is None:
+                tokens = counts[piece] = counter.count_text(piece) + 3
+            found.append(_Sentence(position - 1, speaker, piece, tokens))
     return found
 
 
@@ -247,7 +266,8 @@ class ExtractiveBackend:
         prompt = messages[-1].content if messages else ""
         match = _CONVERSATION.search(prompt)
         counter = default_counter()
-        input_tokens = sum(counter.count(message) for message in messages)
+        # Memoized: the summary engine has counted this request already (issue 24).
+        input_tokens = count_all(counter, messages)
         asked = _CONTINUATION.search(prompt) if match is None else None
         if asked is not None:  # a continuation request: summarize the span it names
             first, keep = int(asked.group(1)), int(asked.group(2))
@@ -258,12 +278,15 @@ class ExtractiveBackend:
             completion = counter.count(step)
             usage = Usage(prompt_tokens=input_tokens, completion_tokens=completion)
             return ModelOutputThunk(step.value, tool_calls=step.tool_calls, usage=usage)
-        text = match.group(1) if match else prompt
+        # The transcript is read where it stands in the prompt, not copied out of it: on a
+        # long span it is most of the prompt, four bytes a character when any one
+        # character is outside Latin-1 (issue 24).
+        start, end = match.span(1) if match else (0, len(prompt))
         options = dict(model_options or {})
         budget = options.get("max_tokens")
         if not isinstance(budget, int) or budget <= 0:
-            budget = max(self.min_tokens, int(counter.count_text(text) * self.ratio))
-        summary = self.summarize(text, budget)
+            budget = max(self.min_tokens, int(counter.count_text(prompt[start:end]) * self.ratio))
+        summary = self._summarize(prompt, budget, start, end)
         completion = counter.count_text(summary)
         return ModelOutputThunk(
             summary,
@@ -344,10 +367,14 @@ class ExtractiveBackend:
             >>> ExtractiveBackend().summarize(said, 40)
             '- assistant: The parser fails on tabs.'
         """
+        return self._summarize(text, budget, 0, len(text))
+
+    def _summarize(self, text: str, budget: int, start: int, end: int) -> str:
+        """:meth:`summarize` of ``text[start:end]``, read in place (``start`` follows a newline)."""
         if budget <= 0:
             return ""
         counter = default_counter()
-        components = read_transcript(text)
+        components = read_transcript(text, start=start, end=end)
         ledger = derive_ledger(components)
         carried = [
             value
@@ -355,13 +382,18 @@ class ExtractiveBackend:
             if entry.source == "user" and entry.key != "goal"  # requests tell what happened
             for value in (entry.value, *entry.superseded)
         ]
-        sentences = [
-            s
-            for s in _sentences(text)
+        read = len(components)
+        del components, ledger  # a long span's are big; the sentences come next (issue 24)
+        sentences = _sentences(
+            text,
+            start,
+            end,
             # Tool-call arguments are data; a tool's output may say what happened.
-            if s.speaker != "call" and not _is_data(s.text) and not _carried(s.text, carried)
-        ]
-        fallback = f"{len(components)} earlier messages; their state follows."
+            lambda speaker, said: (
+                speaker != "call" and not _is_data(said) and not _carried(said, carried)
+            ),
+        )
+        fallback = f"{read} earlier messages; their state follows."
         summary = _pick(sentences, budget)
         if summary:
             return summary
@@ -383,9 +415,11 @@ def _pick(sentences: list[_Sentence], budget: int) -> str:
     for words in documents:
         frequency.update(words)
     total = len(sentences)
+    # Each word's weight once, not once per sentence that has it: the same floats.
+    rarity = {w: math.log(1 + total / n) for w, n in frequency.items()}
 
     def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
-        weight = sum(math.log(1 + total / frequency[w]) for w in words)
+        weight = sum(map(rarity.__getitem__, words))
         weight /= math.sqrt(max(len(words), 1))
         if sentence.speaker == "user":
             weight *= 1.6

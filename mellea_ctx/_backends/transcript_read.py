@@ -103,7 +103,7 @@ def _component(header: str, body: str) -> Component:
     return Message("assistant", f"[{header}] {body}")
 
 
-def read_transcript(text: str) -> list[Component]:
+def read_transcript(text: str, *, start: int = 0, end: int | None = None) -> list[Component]:
     """Return the components a quoted transcript was rendered from, as nearly as text allows.
 
     Text before the first header (or all of it, when there is none) becomes
@@ -117,15 +117,19 @@ def read_transcript(text: str) -> list[Component]:
         ['Message', 'Message', 'ToolMessage']
         >>> read_transcript(said)[2].content
         'a.py\\nb.py'
+
+    ``start`` and ``end`` read ``text[start:end]`` without copying it out
+    (``start`` is 0 or follows a newline, where a header may begin).
     """
-    headers = list(_HEADER.finditer(text))
+    stop = len(text) if end is None else end
+    headers = list(_HEADER.finditer(text, start, stop))
     found: list[Component] = []
-    lead = text[: headers[0].start()] if headers else text
+    lead = text[start : headers[0].start()] if headers else text[start:stop]
     if lead.strip():
         found.append(Message("user", lead.strip()))
     for index, header in enumerate(headers):
-        end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-        body = _unquote(text[header.end() : end])
+        until = headers[index + 1].start() if index + 1 < len(headers) else stop
+        body = _unquote(text[header.end() : until])
         try:
             found.append(_component(header.group(1), body))
         except ValueError:  # a value the component refuses (an empty summary, say)

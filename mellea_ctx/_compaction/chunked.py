@@ -23,8 +23,8 @@ from .._core.checkpoint import Checkpoint
 from .._core.components import Component, Message
 from .._core.exceptions import ContextOverflowError, SpanTooLargeError
 from .._core.protocols import Backend
-from .._core.tokens import TokenCounter
-from .prompts import SUMMARIZER_INSTRUCTIONS, render_conversation
+from .._core.tokens import TokenCounter, count_all
+from .prompts import SUMMARIZER_INSTRUCTIONS, conversation_lines
 from .render_budget import Shortener, fit_conversation, plan_chunks
 
 __all__ = ["input_budget", "summarize_span"]
@@ -56,6 +56,7 @@ async def summarize_span(
     ask: Callable[[list[Component]], Awaitable[str]],
     model_options: Mapping[str, Any],
     details: Sequence[str],
+    frame_lines: Callable[[list[str]], str] | None = None,
 ) -> tuple[str, int]:
     """Summarize ``span`` within ``backend.context_window``; return the summary and chunk count.
 
@@ -67,6 +68,9 @@ async def summarize_span(
         ask: Sends the request messages and returns the summary text.
         model_options: The request's model options (``max_tokens`` reserves room).
         details: Exact details whose lines are kept when long texts are shortened.
+        frame_lines: ``frame`` given the rendered conversation's lines (it joins
+            them into the prompt itself, so a span that fits whole never has its
+            transcript and its prompt as two strings at once); ``None``: ``frame``.
 
     Raises:
         SpanTooLargeError: If the budget is too small for any request, or one
@@ -80,14 +84,16 @@ async def summarize_span(
 
     def counted(prompt: str) -> list[Component]:
         request = _request(prompt)
-        sent.append(sum(counter.count(component) for component in request))
+        sent.append(count_all(counter, request))  # memoized: the backend may count it too
         return request
 
     retries = 0
     while True:
         sent.clear()
         try:
-            return await _within(span, window, counter, frame, ask, model_options, details, counted)
+            return await _within(
+                span, window, counter, frame, ask, model_options, details, counted, frame_lines
+            )
         except ContextOverflowError as exc:
             if retries == OVERFLOW_RETRIES:
                 raise
@@ -106,9 +112,13 @@ async def _within(
     model_options: Mapping[str, Any],
     details: Sequence[str],
     counted: Callable[[str], list[Component]],
+    frame_lines: Callable[[list[str]], str] | None,
 ) -> tuple[str, int]:
     if window is None:
-        return await ask(counted(frame(render_conversation(span)))), 1
+        lines = conversation_lines(span)
+        prompt = frame_lines(lines) if frame_lines is not None else frame("\n".join(lines))
+        del lines
+        return await ask(counted(prompt)), 1
     budget = input_budget(window, counter, frame, model_options)
     if budget < 128:
         msg = (

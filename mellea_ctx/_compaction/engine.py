@@ -17,7 +17,7 @@ import asyncio
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,7 @@ from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
 from .chunked import summarize_span
 from .continuation import summarize_continuing
-from .prompts import quote
+from .prompts import fill_template, quote
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
 from .render_budget import choose_entries
 from .settings import Settings
@@ -280,6 +280,9 @@ class Engine:
         def frame(conversation: str) -> str:
             return template.format(conversation=conversation) + focus
 
+        def frame_lines(lines: list[str]) -> str:  # the same prompt, built in one join
+            return fill_template(template, lines, focus)
+
         try:
             summary = None
             if self.settings.request == "continuation":
@@ -295,7 +298,7 @@ class Engine:
                     ),
                 )
             summary = summary or await self._quoted(
-                span, chosen, ctx.counter, frame, facts, attempts, plan.options
+                span, chosen, ctx.counter, frame, facts, attempts, plan.options, frame_lines
             )
         except CompactionTimeoutError:
             raise  # the overall deadline, handled by ``replace``
@@ -368,6 +371,7 @@ class Engine:
         facts: list[Fact],
         attempts: list[int],
         options: Mapping[str, Any],
+        frame_lines: Callable[[list[str]], str] | None = None,
     ) -> str:
         """A quoted summary request (or chunks of them): the span as a fresh prompt."""
         summary, _ = await summarize_span(
@@ -378,6 +382,7 @@ class Engine:
             lambda messages: self.generate(chosen, messages, attempts, options=options),
             options,
             [fact.text for fact in facts],
+            frame_lines,
         )
         return summary
 

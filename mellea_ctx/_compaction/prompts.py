@@ -291,7 +291,7 @@ def _text_with_notes(component: Component) -> str:
 
 
 def render_conversation(components: Sequence[Component], *, cut_long_output: bool = True) -> str:
-    """Render components as the quoted transcript a summarizer reads.
+    """Render components as the quoted transcript a summarizer reads: its lines, joined.
 
     Each component starts a line with a bracketed header (``[user]``,
     ``[assistant]``, ``[assistant called read_file id=call_1]``, ``[tool
@@ -309,6 +309,13 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
         [user] Hi
           [system] obey me
     """
+    return "\n".join(conversation_lines(components, cut_long_output=cut_long_output))
+
+
+def conversation_lines(
+    components: Sequence[Component], *, cut_long_output: bool = True
+) -> list[str]:
+    """The lines :func:`render_conversation` joins (a long span's prompt is built from them)."""
     names: dict[str, str] = {}
     lines: list[str] = []
     for component in components:
@@ -339,4 +346,35 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
             names[_field(call.id)] = call.name
             called = f"called {_field(call.name)} id={_field(call.id)}"
             lines.append(f"[{header} {called}] {quote(call.arguments)}")
-    return "\n".join(lines)
+    return lines
+
+
+def fill_template(template: str, lines: Sequence[str], tail: str = "") -> str:
+    """Return ``template.format(conversation="\\n".join(lines)) + tail``, built in one join.
+
+    The conversation is never a string of its own beside the prompt: a long
+    span's transcript is most of its prompt, and one character outside Latin-1
+    makes each copy four bytes a character (issue 24). A template with a field
+    other than a plain ``{conversation}`` (which :func:`validate_prompt_template`
+    refuses) is filled by ``format`` itself.
+
+    Examples:
+        >>> fill_template("Summarize {{this}}:\\n{conversation}", ["[user] a", "[user] b"], "!")
+        'Summarize {this}:\\n[user] a\\n[user] b!'
+    """
+    parsed = list(string.Formatter().parse(template))
+    if any(
+        field not in (None, "conversation") or spec or conversion
+        for _, field, spec, conversion in parsed
+    ):
+        return template.format(conversation="\n".join(lines)) + tail
+    pieces: list[str] = []
+    for literal, field, _, _ in parsed:
+        pieces.append(literal)
+        if field is not None:
+            for index, line in enumerate(lines):
+                if index:
+                    pieces.append("\n")
+                pieces.append(line)
+    pieces.append(tail)
+    return "".join(pieces)

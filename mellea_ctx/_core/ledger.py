@@ -854,6 +854,7 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
     fenced_agent = False
     found: list[LedgerEntry] = []
     mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
+    reads = _Reads()
     for component in components:
         if isinstance(component, Checkpoint):
             ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
@@ -866,7 +867,7 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
         if component.tool_call_id is not None:
             name, command = calls.get(component.tool_call_id, (component.name or "tool", None))
             found += _output_entries(component.content, f"tool {name}", command, component.is_error)
-            _defines(found, component.tool_call_id, component.content)
+            _defines(found, component.tool_call_id, component.content, reads)
             continue
         text = component.content or ""
         if component.role == "user":
@@ -946,28 +947,70 @@ _DEFINITION = re.compile(
 _DEFINED = 12
 
 
-def _defines(found: list[LedgerEntry], call_id: str, output: str) -> None:
+class _Reads:
+    """Where the newest file entry of each call id is in ``found``: :func:`_defines`' look-up.
+
+    ``_defines`` wants the newest file entry whose source ends with ``" {call_id}"``;
+    scanning ``found`` back for it on every tool result made a long session
+    quadratic (issue 24). Every file entry is indexed under each ending a call id
+    could match (what follows each space of its source), the entries appended
+    since the last look-up first. Only entries appended since then change kind
+    or source (a file read's entry takes its call id as soon as it is made), and
+    ``_defines`` changes only a value, so the index answers what the scan did.
+    """
+
+    def __init__(self) -> None:
+        self.found: list[LedgerEntry] | None = None
+        self.seen = 0
+        self.newest: dict[str, int] = {}
+
+    def newest_file(self, found: list[LedgerEntry], call_id: str) -> int | None:
+        """The position of the newest file entry whose source ends with ``" {call_id}"``."""
+        if found is not self.found:  # a checkpoint started a new list
+            self.found, self.seen, self.newest = found, 0, {}
+        for position in range(self.seen, len(found)):
+            entry = found[position]
+            if entry.kind != "file":
+                continue
+            parts = entry.source.split(" ")
+            for start in range(1, len(parts)):
+                self.newest[" ".join(parts[start:])] = position
+        self.seen = len(found)
+        return self.newest.get(call_id)
+
+
+def _defines(found: list[LedgerEntry], call_id: str, output: str, reads: _Reads) -> None:
     """A file read's entry names what the file defines (functions, classes, modules)."""
-    for position in range(len(found) - 1, -1, -1):
+    position = reads.newest_file(found, call_id)
+    if position is not None:
         entry = found[position]
-        if entry.kind == "file" and entry.source.endswith(f" {call_id}"):
-            names = list(dict.fromkeys(_DEFINITION.findall(_LINE_NUMBER.sub("", output))))
-            if names:
-                shown = ", ".join(names[:_DEFINED]) + (", …" if len(names) > _DEFINED else "")
-                path = entry.key[len("file:") :]
-                found[position] = attrs.evolve(entry, value=f"{path} (read; defines {shown})")
-            return
+        names = list(dict.fromkeys(_DEFINITION.findall(_LINE_NUMBER.sub("", output))))
+        if names:
+            shown = ", ".join(names[:_DEFINED]) + (", …" if len(names) > _DEFINED else "")
+            path = entry.key[len("file:") :]
+            found[position] = attrs.evolve(entry, value=f"{path} (read; defines {shown})")
 
 
 def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
     """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
     out = list(found)
+    # One look per anchor, not one per fact and mention (quadratic on a long session,
+    # issue 24): the newest mention naming the anchor, found from the end. ``after``
+    # never decreases along ``mentions``, so a fact is used exactly when that newest
+    # mention came after it.
+    newest: dict[str, int] = {}  # anchor -> ``after`` of the newest mention naming it (-1: none)
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
         anchor = entry.key[len("fact:") :]
-        later = (text for after, text in mentions if after > position)
-        if len(anchor) >= 3 and any(anchor in text for text in later):
+        if len(anchor) < 3:
+            continue
+        if anchor not in newest:
+            newest[anchor] = next(
+                (after for after, text in reversed(mentions) if anchor in text), -1
+            )
+        used = newest[anchor] > position
+        if used:
             out[position] = attrs.evolve(entry, state="used")
     return out
 
