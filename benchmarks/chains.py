@@ -8,9 +8,9 @@ session does: commit a turn, compact with ``LLMSummarizeCompactor(keep_n=1)``
 (a scripted model), ``replace`` the dialogue with the result, so every
 checkpoint folds in the one before (the first three replaces have nothing
 to fold yet, so replace k leaves a chain k - 3 deep). Only the ``replace``
-calls are timed, each one on its own. The question is whether replaces 1,900-2,000 of a 2,000-deep
-chain (the *late* window) cost more than replaces 100-200 (the *early*
-window); each checkpoint is stored once and referred to
+calls are timed, each one on its own. The question is whether replaces
+1,900-2,000 of a 2,000-deep chain (the *late* window) cost more than replaces
+100-200 (the *early* window); each checkpoint is stored once and referred to
 (``mellea_ctx/_sessions/chains.py``), so the ratio should be about 1 (the
 goal is at most 1.5). Before that layout every replace rewrote the whole chain
 and the ratio grew with the depth.
@@ -52,12 +52,15 @@ and 0.89):
   round's median and sum ratios, and the *sequential* sum ratio (the deep
   chain's own replaces 100-200, timed while it grew, minutes before its late
   window, against its late window: what this benchmark first reported).
-  ``--results`` keeps every replace's seconds.
+  ``--results`` keeps every replace's seconds. A median speaks of the typical
+  replace: a cost paid by fewer than half of them (say every tenth rewriting
+  the chain) would leave it alone, which is what the sums beside it are for.
 
 Checked not to be vacuous: with deliberately depth-proportional stores (every
 write encoded in full, as before the layout; a memory store that encodes each
-checkpoint's whole record on every replace), the same run shows the growth
-well above 1.5 (docs/benchmarks.md, "Checkpoint chains").
+new checkpoint's whole record, or only walks its whole chain, on every
+replace), the same run shows the growth well above 1.5 (docs/benchmarks.md,
+"Checkpoint chains").
 
 Redis and PostgreSQL run as throwaway servers of this run's own (the tests'
 helpers, ``tests/_redis.py`` and ``tests/_postgres.py``). PostgreSQL runs with
