@@ -17,6 +17,7 @@ from mellea_ctx import (
     LLMSummarizeCompactor,
     MemoryStore,
     Message,
+    ModelOutputThunk,
     ScriptedBackend,
     SQLiteStore,
     ToolCall,
@@ -305,6 +306,61 @@ class TestRendering:
         assert record.ledger_omitted  # forty commands cannot all be shown
         assert {e.key for e in record.ledger_omitted}.isdisjoint(checkpoint.shown or ())
         assert len(checkpoint.ledger.current("command")) == 40  # all kept as data
+
+    def test_the_exact_details_have_room_before_the_prose(self) -> None:
+        """A model that writes to its ``max_tokens`` does not crowd out the exact details.
+
+        The whole checkpoint fits ``max_tokens``, so the summary is asked for
+        what the ledger leaves; the details the ledger does not hold (a timing
+        stated in prose) were left no room and dropped. Seen with a real model
+        (tests/llm): "37.5 ms" lost at ``max_tokens=220``.
+        """
+        prose = " ".join(["The renderer was reviewed line by line for rounding."] * 40)
+
+        def to_the_limit(messages: object, options: dict[str, object]) -> ModelOutputThunk:
+            words = prose.split()
+            limit = int(options["max_tokens"])  # type: ignore[call-overload]
+            while ChatContext().counter.count_text(" ".join(words)) > limit:
+                words = words[: len(words) * 9 // 10]
+            return ModelOutputThunk(" ".join(words))
+
+        ctx = ChatContext()
+        for item in [
+            Message("system", "You are a careful coding agent."),
+            Message("user", "Invoice INV-58213 is off by one cent. Find the cause."),
+            Message(
+                "assistant",
+                "Each line is rounded before summing. Rendering takes 37.5 ms per invoice.",
+            ),
+            Message(
+                "assistant",
+                "Reading the renderer.",
+                tool_calls=[ToolCall("c1", "read_file", json.dumps({"path": "src/render.py"}))],
+            ),
+            ToolMessage(
+                "\n".join(f"    line_{i} = round(total * rate_{i}, 2)" for i in range(30)),
+                tool_call_id="c1",
+            ),
+            Message("user", "Fix it by rounding once, then run pytest tests/test_invoice.py."),
+            Message("assistant", "Changed the renderer to round once; 12 tests pass."),
+            Message("user", "Now check the tax module."),
+            Message("assistant", "Looking at the tax module next."),
+        ]:
+            ctx = ctx.add(item)
+        records: list[CompactionRecord] = []
+        compactor = LLMSummarizeCompactor(
+            default_backend=ScriptedBackend(to_the_limit),
+            keep_n=2,
+            model_options={"max_tokens": 140},
+            on_record=records.append,
+        )
+        out = compactor.compact(ctx)
+        assert "applied" == records[-1].outcome, records[-1]
+        checkpoint = out.as_list()[1]
+        assert isinstance(checkpoint, Checkpoint)
+        assert ctx.counter.count(checkpoint) <= 140
+        assert "37.5 ms" in checkpoint.content and "INV-58213" in checkpoint.content
+        assert () == records[-1].details_dropped
 
 
 class TestShapes:

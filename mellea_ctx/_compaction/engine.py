@@ -267,7 +267,7 @@ class Engine:
         facts: list[Fact] = extract_facts(span) if preserve else []
         ledger = derive_ledger(span) if preserve else Ledger()
         replaced_count = sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span)
-        plan = _plan(ctx, span, ledger, replaced_count, self.settings.model_options)
+        plan = _plan(ctx, span, ledger, facts, replaced_count, self.settings.model_options)
         focus = ""
         if instructions:
             focus = (
@@ -449,6 +449,8 @@ class Engine:
 _MIN_SUMMARY = 10
 # The share of the room the ledger's history may fill (the rest of the ledger may take it all).
 _LEDGER_SHARE = 0.7
+#: The share of the room left after the ledger that the exact details may keep from the summary.
+_DETAILS_SHARE = 0.4
 
 
 @attrs.define(frozen=True, slots=True)
@@ -473,14 +475,18 @@ def _plan(
     ctx: ChatContext,
     span: Sequence[Component],
     ledger: Ledger,
+    facts: Sequence[Fact],
     replaced_count: int,
     options: Mapping[str, Any],
 ) -> _Plan:
-    """Share the checkpoint's size between the ledger and the summary.
+    """Share the checkpoint's size between the ledger, the exact details and the summary.
 
     With ``max_tokens`` in the model options, that is the size of the whole
     checkpoint (header, summary, ledger and carried details): the ledger is
-    chosen first, by priority, and the summary is asked for what is left.
+    chosen first, by priority, then room is kept for the exact details the
+    shown entries do not hold (up to :data:`_DETAILS_SHARE` of what is left:
+    a summary that states them verbatim leaves that room unused), and the
+    summary is asked for the rest.
     Without it, the rules, constraints, goal and open errors show, and the rest of
     the ledger within a quarter of the span's tokens.
     """
@@ -505,9 +511,33 @@ def _plan(
     # room (the summary keeps its least); history only the ledger's share of it.
     shown, omitted = choose_entries(ledger, room, count, int(room * _LEDGER_SHARE))
     shown_entries = [e for e in ledger.entries if e.key in set(shown)]
-    used = count(render_entries(shown_entries)) if shown_entries else 0
-    summary_room = min(max(budget - header - used - 4, _MIN_SUMMARY // 2), budget)
+    state = render_entries(shown_entries) if shown_entries else ""
+    used = count(state) if state else 0
+    left = max(budget - header - used - 4, 0)
+    details = _details(facts, ledger, state)
+    reserve = 0
+    if details:
+        block = "Exact details from the summarized messages:\n" + "\n".join(
+            f"- {fact.text}" for fact in details
+        )
+        reserve = min(count(block) + 1, int(left * _DETAILS_SHARE))
+    summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+
+
+def _details(facts: Sequence[Fact], ledger: Ledger, shown: str) -> list[Fact]:
+    """The exact details a checkpoint must carry: in neither ``shown`` nor the ledger's values.
+
+    The ledger decides about the user's statements (constraints, decisions)
+    and about what its entries hold.
+    """
+    held = [v for e in ledger.entries for v in (e.value, *e.superseded)]
+    return [
+        fact
+        for fact in missing_facts(facts, shown)
+        if not (ledger and fact.kind in ("constraint", "decision"))
+        and not any(fact.text in value for value in held)
+    ]
 
 
 def _fit(
@@ -530,14 +560,7 @@ def _fit(
     shown = list(plan.shown)
     omitted = list(plan.omitted)
     state = render_entries([e for e in ledger.entries if e.key in set(shown)])
-    held = [v for e in ledger.entries for v in (e.value, *e.superseded)]
-    lost = [
-        fact
-        for fact in missing_facts(facts, summary + "\n" + state)
-        # The ledger decides about the user's statements and what it holds.
-        if not (ledger and fact.kind in ("constraint", "decision"))
-        and not any(fact.text in value for value in held)
-    ]
+    lost = _details(facts, ledger, summary + "\n" + state)
     carried = list(lost)
 
     def build() -> Checkpoint:
