@@ -25,6 +25,7 @@ from mellea_ctx import (
     component_to_record,
     derive_ledger,
 )
+from mellea_ctx._core.ledger import render_entries
 
 
 def values(ledger: Ledger, kind: str) -> list[str]:
@@ -394,3 +395,100 @@ class TestCommitSubjects:
         commits = [e for e in derive_ledger(span).entries if e.kind == "commit"]
         assert [e.key for e in commits] == ["commit:3bb8701"]
         assert commits[0].value.startswith("3bb8701 feat: rebuild")
+
+
+class TestNames:
+    """The index of names the session wrote as code (issue 21: state a sub-agent reports)."""
+
+    def test_code_names_are_indexed_and_words_and_path_parts_are_not(self) -> None:
+        """Symbols, snake_case, camelCase, dotted names are names; words, path parts and calls
+        (mostly the standard library's: a file's definitions are its entry's) are not."""
+        output = (
+            "assert Map.has_key?(line, :kind)\nTranscriptRenderer.render(messages)\n"
+            "the text of lib/spotter_web/live.ex and tool_use_id"
+        )
+        ledger = derive_ledger(
+            [
+                Message("user", "Explore the renderer."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {":kind", "tool_use_id"} <= names
+        assert not names & {"text", "spotter_web", "live.ex", "lib", "the", "Map.has_key?"}
+        assert "TranscriptRenderer.render" not in names
+
+    def test_what_the_agent_wrote_and_what_recurs_rank_first(self) -> None:
+        """Salience is generic: written by the agent > seen in several messages > seen once."""
+        span = [
+            Message("user", "Look into it."),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("once_only and twice_seen", tool_call_id="a"),
+            Message("assistant", None, tool_calls=[ToolCall("b", "Read", "{}")]),
+            ToolMessage("twice_seen again", tool_call_id="b"),
+            Message("assistant", "The culprit is `agent_wrote`."),
+        ]
+        ledger = derive_ledger(span)
+        by_name = {e.value: e for e in ledger.current("name")}
+        assert by_name["agent_wrote"].state == "used"
+        assert by_name["twice_seen"].state == "shared"
+        assert by_name["once_only"].state == ""
+        rendered = render_entries(ledger.current("name"))
+        assert rendered.splitlines()[-1] == "agent_wrote, twice_seen, once_only"
+
+    def test_an_observation_sent_as_a_user_message_is_not_the_user_writing(self) -> None:
+        """SWE-agent's observations come as user messages; their names are output, not 'used'."""
+        span = [
+            Message("user", "Fix the bug."),
+            Message("assistant", "```\ncat src/a.py\n```"),
+            Message("user", "config_path = DEFAULT_PATH"),
+        ]
+        (entry,) = [e for e in derive_ledger(span).current("name") if e.value == "config_path"]
+        assert entry.state == ""
+
+
+class TestFileRoot:
+    def test_files_are_shown_under_the_folder_they_share(self) -> None:
+        """A long shared folder is written once; each path keeps its project folder's name."""
+        root = "/home/someone/projects/app/"
+        entries = [
+            LedgerEntry("file", f"file:{root}{p}", f"{root}{p} (read)", index=i)
+            for i, p in enumerate(("lib/a.py", "src/b.py", "README.md"))
+        ]
+        entries.append(LedgerEntry("file", "file:/tmp/x.log", "/tmp/x.log (read)", index=9))
+        text = render_entries(entries)
+        assert "Files (under /home/someone/projects/):" in text
+        assert "- app/lib/a.py (read)" in text
+        assert "- /tmp/x.log (read)" in text
+        assert text.count(root) == 0
+
+    def test_ids_and_hashes_are_names_and_css_sizes_are_not(self) -> None:
+        """Codes of capitals and digits and hex hashes are ids; '0.5rem' and 'utf8' are not."""
+        output = "reservation 2FBBAH on HAT028; commit 3bb8701; padding: 0.5rem; utf8"
+        ledger = derive_ledger(
+            [
+                Message("user", "Check it."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "get", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {"2FBBAH", "HAT028", "3bb8701"} <= names
+        assert not names & {"0.5rem", "utf8"}
+
+    def test_chained_checkpoints_keep_the_index_bounded(self) -> None:
+        """Each compaction adds names; the merged index keeps only the newest few hundred."""
+        old = Ledger(
+            LedgerEntry("name", f"name:old_{i}", f"old_{i}", "session", index=i + 1)
+            for i in range(400)
+        )
+        span = [
+            Checkpoint("Earlier work.", ledger=old),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("new_name here", tool_call_id="a"),
+        ]
+        names = values(derive_ledger(span), "name")
+        assert "new_name" in names
+        assert "old_399" in names and "old_0" not in names
+        assert len(names) <= 240

@@ -49,6 +49,7 @@ LedgerKind = Literal[
     "commit",
     "command",
     "finding",
+    "name",
 ]
 KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
 
@@ -83,7 +84,10 @@ class LedgerEntry:
         index: Its position in the session (later entries have larger ones).
         superseded: Earlier values of the same key, oldest first.
         state: ``open`` or ``resolved`` for an error, ``passed`` or ``failed``
-            for a test or command, ``read`` or ``modified`` for a file; else empty.
+            for a test or command, ``read`` or ``modified`` for a file; for a
+            fact, ``used`` (named again elsewhere) or ``listed`` (one of many);
+            for a name, ``used`` (the agent or the user wrote it) or ``shared``
+            (in several messages); else empty.
 
     Examples:
         >>> LedgerEntry("constraint", "budget", "Never exceed $500 without approval.").value
@@ -854,7 +858,8 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
     fenced_agent = False
     found: list[LedgerEntry] = []
     mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
-    for component in components:
+    observed: set[int] = set()  # observations sent as user messages
+    for position, component in enumerate(components):
         if isinstance(component, Checkpoint):
             ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
             found, mentions = [], []
@@ -875,9 +880,11 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 command = pending[-1]
                 pending.clear()
                 found += _output_entries(text, "observation", command, False)
+                observed.add(position)
                 continue
             if fenced_agent:
                 found += _output_entries(text, "observation", None, False)
+                observed.add(position)
                 continue
             for kind, statement in _statements(text):
                 key = keys.key(kind, statement)
@@ -933,7 +940,13 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 found.append(
                     LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
                 )
-    return ledger.merge(_used(found, mentions))
+    found += _names(components, observed)
+    ledger = ledger.merge(_used(found, mentions))
+    names = [entry for entry in ledger.entries if entry.kind == "name"]
+    if len(names) > _NAMES:  # chained compactions keep the index bounded: the newest stay
+        dropped = {entry.key for entry in names[: len(names) - _NAMES]}
+        ledger = Ledger(entry for entry in ledger.entries if entry.key not in dropped)
+    return ledger
 
 
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
@@ -970,6 +983,84 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
         if len(anchor) >= 3 and any(anchor in text for text in later):
             out[position] = attrs.evolve(entry, state="used")
     return out
+
+
+# A name as code writes it: a symbol (``:kind``, ``@impl``), a snake_case or dunder
+# name, a camelCase or PascalCase name with an inner capital, a dotted name
+# (``Spotter.PubSub``, ``sys.modules``); not a part of a path or of a longer word,
+# nor a call (``Enum.map(``: mostly the standard library's; what a read file
+# defines is its file entry's).
+_NAME = re.compile(r"(?<![\w:@$./\\-])[:@]?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[?!]?(?![\w/(]|\.\w)")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+# An id as systems print them: a code of capitals and digits (2FBBAH, HAT028, PROJ-123)
+# or a hexadecimal hash (3bb8701), each with a letter and a digit.
+_CODE_ID = re.compile(
+    r"(?<![\w./-])(?:(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"
+    r"|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9][A-Z0-9-]{3,30}[A-Z0-9])(?![\w/.-])"
+)
+# How many names the ledger indexes (the most salient), and the longest it keeps.
+_NAMES = 240
+_MAX_NAME = 60
+
+
+def _name_shaped(token: str) -> bool:
+    """Whether ``token`` is written as code writes names, not as an English word."""
+    core = token.lstrip(":@").rstrip("?!")
+    if not 3 <= len(core) <= _MAX_NAME or core.isdigit():
+        return False
+    if token[0] in ":@" or "_" in core.strip("_") or core.startswith("__"):
+        return True
+    if _INNER_CAPITAL.search(core):
+        return True
+    return "." in core and all(len(part) >= 2 for part in core.split("."))
+
+
+def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEntry]:
+    """The most salient names the session wrote as code: an index, cheapest state to carry.
+
+    A name's salience is generic: how many messages mention it, whether the
+    agent or the user wrote it themselves (in text or a call's arguments),
+    whether anyone quoted it as code (in backticks). The entries come in
+    increasing salience, so the most salient is the newest (shown first).
+    """
+    from .checkpoint import Checkpoint  # here: checkpoint imports this module
+
+    stats: dict[str, list[int]] = {}  # name -> [messages, written by agent/user, quoted, last]
+    for position, component in enumerate(components):
+        if component.role in ("system", "developer") or isinstance(component, Checkpoint):
+            continue  # a checkpoint's names are in its ledger
+        text = component.content or ""
+        if component.tool_calls:
+            text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
+        if not text:
+            continue
+        written = component.role == "assistant" or (
+            component.role == "user" and component.tool_call_id is None and position not in observed
+        )
+        # In order of appearance (not a set's order: the ledger is deterministic).
+        tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
+        tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
+        for token in tokens:
+            entry = stats.setdefault(token, [0, 0, 0, 0])
+            entry[0] += 1
+            entry[3] = position
+            if written:
+                entry[1] = 1
+            if f"`{token}`" in text:
+                entry[2] = 1
+    total = len(components) + 1
+
+    def salience(name: str) -> float:
+        messages, wrote, quoted, last = stats[name]
+        return messages + 3 * wrote + 2 * quoted + last / total
+
+    ranked = sorted(stats, key=lambda name: (-salience(name), name))[:_NAMES]
+    entries = []
+    for name in reversed(ranked):
+        messages, wrote, _, _ = stats[name]
+        state = "used" if wrote else "shared" if messages > 1 else ""
+        entries.append(LedgerEntry("name", f"name:{name}", name, "session", state=state))
+    return entries
 
 
 # Text that is code or a command rather than a sentence.
@@ -1065,14 +1156,48 @@ HEADINGS: dict[LedgerKind, str] = {
     "commit": "Commits",
     "command": "Commands",
     "finding": "Findings",
+    "name": "Names",
 }
 #: The line that opens a checkpoint's ledger.
 STATE_HEADING = "Current state (latest values):"
 
 
-def entry_line(entry: LedgerEntry) -> str:
-    """The line an entry is shown as (a test's or error's earlier value as "was X")."""
+def file_root(entries: Iterable[LedgerEntry]) -> str:
+    """The folder above most files of ``entries``, shown once above them ("" if none).
+
+    The parent (at least 8 characters) of the longest folder that holds at
+    least two of the files and at least half of them: the paths under it are
+    shown relative to it, which spends the tokens on what tells them apart
+    (the shared folder's own name stays in each path, so ``proj/lib`` still
+    reads as one).
+
+    Examples:
+        >>> files = [LedgerEntry("file", f"file:{p}", f"{p} (read)")
+        ...          for p in ("/home/u/proj/a.py", "/home/u/proj/lib/b.py", "/tmp/c.txt")]
+        >>> file_root(files)
+        '/home/u/'
+    """
+    paths = [e.key[5:] for e in entries if e.kind == "file" and e.key.startswith("file:")]
+    counts: dict[str, int] = {}
+    for path in paths:
+        end = path.rfind("/")
+        while end > 0:
+            counts[path[: end + 1]] = counts.get(path[: end + 1], 0) + 1
+            end = path.rfind("/", 0, end)
+    need = max(2, (len(paths) + 1) // 2)
+    shared = max((root for root, n in counts.items() if n >= need), key=len, default="")
+    parent = shared[: shared.rstrip("/").rfind("/") + 1]
+    return parent if len(parent) >= 8 else ""
+
+
+def entry_line(entry: LedgerEntry, root: str = "") -> str:
+    """The line an entry is shown as (a test's or error's earlier value as "was X").
+
+    A file under ``root`` is shown by its path relative to it.
+    """
     value = entry.value
+    if root and entry.kind == "file" and value.startswith(root) and len(value) > len(root):
+        value = value[len(root) :]
     if entry.kind == "error" and entry.state == "resolved":
         value += " (resolved)"
     if entry.kind in ("test", "command") and entry.superseded:
@@ -1101,11 +1226,18 @@ def render_entries(entries: Sequence[LedgerEntry]) -> str:
     for entry in sorted(entries, key=lambda e: e.index):
         by_kind.setdefault(entry.kind, []).append(entry)
     lines = [STATE_HEADING]
+    root = file_root(by_kind.get("file", ()))
     for kind in KINDS:
         if kind in by_kind:
             heading = HEADINGS[kind]
+            if kind == "file" and root:
+                heading += f" (under {root})"
             if kind == "error" and all(e.state == "resolved" for e in by_kind[kind]):
                 heading = "Errors"
             lines.append(f"{heading}:")
-            lines += [entry_line(entry) for entry in by_kind[kind]]
+            if kind == "name":  # an index: many on a line, most salient first
+                names = sorted(by_kind[kind], key=lambda e: -e.index)
+                lines.append(", ".join(entry.value for entry in names))
+                continue
+            lines += [entry_line(entry, root) for entry in by_kind[kind]]
     return "\n".join(lines)
