@@ -91,8 +91,9 @@ class TestDerivation:
         )
         (fact,) = ledger.current("fact")
         assert fact.key == "fact:2FBBAH"
-        for part in ("2FBBAH", "status=confirmed", "HAT001", "2024-05-01", "price=120"):
+        for part in ("2FBBAH", "status=confirmed", "HAT001", "2024-05-01", "price): HAT001"):
             assert part in fact.value
+        assert fact.value.endswith(" 120")
         assert "xxxx" not in fact.value
 
     def test_a_later_json_result_for_the_same_id_supersedes(self) -> None:
@@ -395,6 +396,59 @@ class TestCommitSubjects:
         commits = [e for e in derive_ledger(span).entries if e.kind == "commit"]
         assert [e.key for e in commits] == ["commit:3bb8701"]
         assert commits[0].value.startswith("3bb8701 feat: rebuild")
+
+
+class TestJsonShapes:
+    """JSON tool results read densely: the values are the state, the field names the glue."""
+
+    def facts(self, *results: object, then: str = "") -> Ledger:
+        span: list[Message | ToolMessage] = []
+        for i, result in enumerate(results):
+            span.append(Message("assistant", None, tool_calls=[ToolCall(f"c{i}", "get", "{}")]))
+            span.append(ToolMessage(json.dumps(result), tool_call_id=f"c{i}"))
+        if then:
+            span.append(Message("assistant", then))
+        return derive_ledger(span)
+
+    def test_a_list_of_objects_is_a_table_with_its_field_names_once(self) -> None:
+        """Four flights of a reservation: every number, date and price, the names written once."""
+        flights = [
+            {"origin": o, "destination": d, "flight_number": f"HAT0{i}0", "price": 500 + i}
+            for i, (o, d) in enumerate(
+                [("DEN", "PHL"), ("PHL", "DEN"), ("DEN", "MIA"), ("MIA", "DEN")]
+            )
+        ]
+        (fact,) = self.facts({"reservation_id": "2FBBAH", "flights": flights}).current("fact")
+        assert fact.value == (
+            "reservation_id=2FBBAH, flights (origin, destination, flight_number, price): "
+            "DEN PHL HAT000 500; PHL DEN HAT010 501; DEN MIA HAT020 502; MIA DEN HAT030 503"
+        )
+
+    def test_nested_objects_keep_their_names(self) -> None:
+        """Seats and prices both have an 'economy': each number stays with its own object."""
+        result = {
+            "flight_number": "HAT076",
+            "available_seats": {"economy": 15, "business": 14},
+            "prices": {"economy": 141, "business": 298},
+        }
+        (fact,) = self.facts([result, {**result, "flight_number": "HAT077"}]).current("fact")[:1]
+        assert "available_seats(economy=15, business=14)" in fact.value
+        assert "prices(economy=141, business=298)" in fact.value
+
+    def test_a_group_of_objects_in_a_listing_is_one_fact(self) -> None:
+        """One-stop search results are lists of flights: each connection is a fact."""
+        legs = [
+            [{"flight_number": "HAT229", "price": 113}, {"flight_number": "HAT266", "price": 157}]
+        ]
+        (fact,) = self.facts(legs).current("fact")
+        assert fact.key == "fact:HAT229"
+        assert "HAT229 113; HAT266 157" in fact.value
+
+    def test_a_fact_is_used_when_the_agent_names_an_id_among_its_values(self) -> None:
+        """The agent wrote a payment method's id: the account that holds it goes first."""
+        account = {"user_id": "u_1", "payment_methods": {"gift_card_7091239": {"amount": 31}}}
+        (fact,) = self.facts(account, then="Paying with gift_card_7091239.").current("fact")
+        assert fact.state == "used"
 
 
 class TestNames:

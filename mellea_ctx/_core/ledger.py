@@ -763,6 +763,65 @@ def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int 
             out.append((field or prefix, text))
 
 
+def _kept_leaf(field: str, value: object) -> str | None:
+    """A JSON leaf's text when it is state worth showing: an id, a number, a status, a date."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    text = str(value).strip()
+    if not 0 < len(text) <= 60 or "\n" in text:
+        return None
+    # A field named for state (an id, a status, a date, an amount, a name), a value that
+    # is a number or holds one (a price, a code), or one word (a category: "business").
+    valued = isinstance(value, (int, float)) or (
+        any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+    )
+    if valued or _FIELD.search(field) or (" " not in text and len(text) <= 24):
+        return text
+    return None
+
+
+def _render_json(value: object, field: str, seen: set[tuple[str, str]], depth: int = 0) -> str:
+    """A JSON value, densely: ``field=value`` pairs, a nested object as ``field(...)``, a list
+    of objects as a table (``field (a, b): 1 2; 3 4``); a pair already shown is not repeated."""
+    if depth > 4:
+        return ""
+    if isinstance(value, dict):
+        parts = []
+        for name, item in value.items():
+            name = str(name)
+            if isinstance(item, dict):
+                inner = _render_json(item, name, seen, depth + 1)
+                if inner:
+                    parts.append(f"{name}({inner})")
+            elif isinstance(item, list):
+                inner = _render_json(item, name, seen, depth + 1)
+                if inner:
+                    parts.append(inner)
+            else:
+                text = _kept_leaf(name, item)
+                if text is not None and (name, text) not in seen:
+                    seen.add((name, text))
+                    parts.append(f"{name}={text}")
+        return ", ".join(parts)
+    if isinstance(value, list):
+        items = value[:8]
+        if items and all(isinstance(item, dict) for item in items):
+            columns: list[str] = []
+            for item in items:
+                for name, leaf in item.items():
+                    if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
+                        columns.append(str(name))
+            if not columns:
+                return ""
+            rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
+            more = ", …" if len(value) > len(items) else ""
+            return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
+        texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
+        if texts:
+            return f"{field}=[{', '.join(texts)}{', …' if len(value) > len(items) else ''}]"
+    return ""
+
+
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
     """Facts from a JSON tool result: one entry per object, keyed by its id."""
     stripped = text.strip()
@@ -774,16 +833,18 @@ def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
         return
     objects = data if isinstance(data, list) else [data]
     for item in objects[:20]:
-        if not isinstance(item, dict):
+        # An object, or a group of objects (a connection's flights, a row of a join).
+        group = isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
+        if not isinstance(item, dict) and not group:
             continue
         fields: list[tuple[str, str]] = []
         _flatten(item, "", fields)
-        if not fields:
+        value = _render_json(item, "", set()).removeprefix(" ")
+        if not fields or not value:
             continue
         anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
-        value = ", ".join(f"{name}={text}" for name, text in fields)
         if len(value) > _MAX_JSON:
-            value = value[:_MAX_JSON].rsplit(", ", 1)[0] + ", …"
+            value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
         # One of many objects is a listing (search results); an object alone was looked up.
         state = "listed" if len(objects) > 1 else ""
         yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
@@ -973,16 +1034,27 @@ def _defines(found: list[LedgerEntry], call_id: str, output: str) -> None:
 
 
 def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
-    """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
+    """Facts the agent went on to use marked ``used``: they go first.
+
+    Used: the agent later named the fact's id, or an id among its values (a
+    flight of a connection, a payment method of an account).
+    """
     out = list(found)
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
         anchor = entry.key[len("fact:") :]
-        later = (text for after, text in mentions if after > position)
-        if len(anchor) >= 3 and any(anchor in text for text in later):
+        ids = [anchor] if len(anchor) >= 3 else []
+        ids += [m.group(0) for m in _CODE_ID.finditer(entry.value)]
+        ids += [w for w in _SNAKE_ID.findall(entry.value)]
+        later = [text for after, text in mentions if after > position]
+        if any(i in text for i in ids for text in later):
             out[position] = attrs.evolve(entry, state="used")
     return out
+
+
+# An id in snake case with a number: gift_card_3481935, user_42.
+_SNAKE_ID = re.compile(r"(?<![\w.-])[a-z]+(?:_[a-z]+)*_\d{3,}(?![\w.-])")
 
 
 # A name as code writes it: a symbol (``:kind``, ``@impl``), a snake_case or dunder
