@@ -546,3 +546,18 @@ class TestFileRoot:
         assert "new_name" in names
         assert "old_399" in names and "old_0" not in names
         assert len(names) <= 240
+
+    def test_kebab_case_in_code_is_a_name_and_in_prose_is_not(self) -> None:
+        """A CSS class or hook in quotes or a selector is a name; "well-known" in prose is not."""
+        output = '<div class="is-active" phx-hook="TranscriptSelection">\n.is-tool-use { }\n'
+        output += "This is a well-known pattern."
+        ledger = derive_ledger(
+            [
+                Message("user", "Look at the markup."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {"is-active", "is-tool-use"} <= names
+        assert "well-known" not in names

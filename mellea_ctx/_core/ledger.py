@@ -1070,6 +1070,8 @@ _CODE_ID = re.compile(
     r"(?<![\w./-])(?:(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"
     r"|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9][A-Z0-9-]{3,30}[A-Z0-9])(?![\w/.-])"
 )
+# A kebab-case name in code (a CSS class, a hook, a package): ``is-active``, ``phx-hook``.
+_KEBAB = re.compile(r"(?<=[\"'.])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?=[\"' {,:])")
 # How many names the ledger indexes (the most salient), and the longest it keeps.
 _NAMES = 240
 _MAX_NAME = 60
@@ -1112,6 +1114,7 @@ def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEn
         # In order of appearance (not a set's order: the ledger is deterministic).
         tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
         tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
+        tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
         for token in tokens:
             entry = stats.setdefault(token, [0, 0, 0, 0])
             entry[0] += 1
