@@ -561,3 +561,14 @@ class TestFileRoot:
         names = set(values(ledger, "name"))
         assert {"is-active", "is-tool-use"} <= names
         assert "well-known" not in names
+
+    def test_names_false_leaves_out_only_the_index(self) -> None:
+        """The extractive backend needs the user's statements only: the same ledger, no names."""
+        span = [
+            Message("user", "Never push to main."),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("load_config and SessionLive", tool_call_id="a"),
+        ]
+        full, bare = derive_ledger(span), derive_ledger(span, names=False)
+        assert values(full, "name") and not values(bare, "name")
+        assert [e for e in full.entries if e.kind != "name"] == list(bare.entries)

@@ -895,12 +895,14 @@ def _output_entries(
         )
 
 
-def derive_ledger(components: Sequence[Component]) -> Ledger:
+def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Ledger:
     """Return the ledger of ``components``: their state, later values superseding earlier ones.
 
     An earlier :class:`~mellea_ctx.Checkpoint` among them contributes its own
     ledger (merged, never re-derived from its summary). Deterministic: the
-    same components always give the same ledger.
+    same components always give the same ledger. ``names=False`` leaves out
+    the index of names written as code (the ``name`` entries), the costliest
+    part to derive, for a caller that does not show them.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -1001,11 +1003,12 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 found.append(
                     LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
                 )
-    found += _names(components, observed)
+    if names:
+        found += _names(components, observed)
     ledger = ledger.merge(_used(found, mentions))
-    names = [entry for entry in ledger.entries if entry.kind == "name"]
-    if len(names) > _NAMES:  # chained compactions keep the index bounded: the newest stay
-        dropped = {entry.key for entry in names[: len(names) - _NAMES]}
+    indexed = [entry for entry in ledger.entries if entry.kind == "name"]
+    if len(indexed) > _NAMES:  # chained compactions keep the index bounded: the newest stay
+        dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
         ledger = Ledger(entry for entry in ledger.entries if entry.key not in dropped)
     return ledger
 
@@ -1062,7 +1065,15 @@ _SNAKE_ID = re.compile(r"(?<![\w.-])[a-z]+(?:_[a-z]+)*_\d{3,}(?![\w.-])")
 # (``Spotter.PubSub``, ``sys.modules``); not a part of a path or of a longer word,
 # nor a call (``Enum.map(``: mostly the standard library's; what a read file
 # defines is its file entry's).
-_NAME = re.compile(r"(?<![\w:@$./\\-])[:@]?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*[?!]?(?![\w/(]|\.\w)")
+_NAME = re.compile(
+    # The first character first (a set the engine scans for), then what must not precede it.
+    r"[:@A-Za-z_](?<![\w:@$./\\-][:@A-Za-z_])"
+    r"(?:(?<=[:@])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # a symbol or an attribute
+    r"|(?<=[A-Za-z_])\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name
+    r"|(?<=[A-Za-z_])\w*_\w*"  # with an underscore: snake_case, a dunder
+    r"|(?<=[A-Za-z_])(?:\w*?[a-z][A-Z]|(?<=[a-z])[A-Z])\w*)"  # with an inner capital
+    r"[?!]?(?![\w/(]|\.\w)"
+)
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 # An id as systems print them: a code of capitals and digits (2FBBAH, HAT028, PROJ-123)
 # or a hexadecimal hash (3bb8701), each with a letter and a digit.
