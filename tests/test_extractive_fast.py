@@ -2,7 +2,7 @@
 
 - ``_defines`` finds the newest file entry of a call id through ``_Reads``'
   index; the plain code scanned ``found`` back from its end.
-- ``_used`` looks for each anchor once, from the newest mention; the plain code
+- ``_used`` looks for each id once, from the newest mention; the plain code
   tested every later mention for every fact.
 - ``_pick`` weighs each word once (``rarity``); the plain code took the
   logarithm per word per sentence. ``_sentences`` counts a repeated sentence once.
@@ -40,7 +40,9 @@ from mellea_ctx._core.tokens import default_counter
 from .strategies import histories
 
 # Few symbols, so that values collide; "\0" is the separator _used joins with.
-_PIECES = st.sampled_from(["a", "b", "ab", " ", "\0", "call", "x y", "id_1", "/"])
+_PIECES = st.sampled_from(
+    ["a", "b", "ab", " ", "\0", "call", "x y", "id_1", "/", "HAT028", "user_123"]
+)
 _SHORT = st.lists(_PIECES, max_size=5).map("".join)
 
 
@@ -66,8 +68,11 @@ def _plain_used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> li
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
         anchor = entry.key[len("fact:") :]
-        later = (text for after, text in mentions if after > position)
-        if len(anchor) >= 3 and any(anchor in text for text in later):
+        ids = [anchor] if len(anchor) >= 3 else []
+        ids += [m.group(0) for m in ledger._CODE_ID.finditer(entry.value)]
+        ids += ledger._SNAKE_ID.findall(entry.value)
+        later = [text for after, text in mentions if after > position]
+        if any(i in text for i in ids for text in later):
             out[position] = attrs.evolve(entry, state="used")
     return out
 

@@ -26,6 +26,7 @@ from mellea_ctx import (
     component_to_record,
     derive_ledger,
 )
+from mellea_ctx._core.ledger import render_entries
 
 
 def values(ledger: Ledger, kind: str) -> list[str]:
@@ -91,8 +92,9 @@ class TestDerivation:
         )
         (fact,) = ledger.current("fact")
         assert fact.key == "fact:2FBBAH"
-        for part in ("2FBBAH", "status=confirmed", "HAT001", "2024-05-01", "price=120"):
+        for part in ("2FBBAH", "status=confirmed", "HAT001", "2024-05-01", "price): HAT001"):
             assert part in fact.value
+        assert fact.value.endswith(" 120")
         assert "xxxx" not in fact.value
 
     def test_a_later_json_result_for_the_same_id_supersedes(self) -> None:
@@ -450,3 +452,179 @@ class TestCommitSubjects:
         commits = [e for e in derive_ledger(span).entries if e.kind == "commit"]
         assert [e.key for e in commits] == ["commit:3bb8701"]
         assert commits[0].value.startswith("3bb8701 feat: rebuild")
+
+
+class TestJsonShapes:
+    """JSON tool results read densely: the values are the state, the field names the glue."""
+
+    def facts(self, *results: object, then: str = "") -> Ledger:
+        span: list[Message | ToolMessage] = []
+        for i, result in enumerate(results):
+            span.append(Message("assistant", None, tool_calls=[ToolCall(f"c{i}", "get", "{}")]))
+            span.append(ToolMessage(json.dumps(result), tool_call_id=f"c{i}"))
+        if then:
+            span.append(Message("assistant", then))
+        return derive_ledger(span)
+
+    def test_a_list_of_objects_is_a_table_with_its_field_names_once(self) -> None:
+        """Four flights of a reservation: every number, date and price, the names written once."""
+        flights = [
+            {"origin": o, "destination": d, "flight_number": f"HAT0{i}0", "price": 500 + i}
+            for i, (o, d) in enumerate(
+                [("DEN", "PHL"), ("PHL", "DEN"), ("DEN", "MIA"), ("MIA", "DEN")]
+            )
+        ]
+        (fact,) = self.facts({"reservation_id": "2FBBAH", "flights": flights}).current("fact")
+        assert fact.value == (
+            "reservation_id=2FBBAH, flights (origin, destination, flight_number, price): "
+            "DEN PHL HAT000 500; PHL DEN HAT010 501; DEN MIA HAT020 502; MIA DEN HAT030 503"
+        )
+
+    def test_nested_objects_keep_their_names(self) -> None:
+        """Seats and prices both have an 'economy': each number stays with its own object."""
+        result = {
+            "flight_number": "HAT076",
+            "available_seats": {"economy": 15, "business": 14},
+            "prices": {"economy": 141, "business": 298},
+        }
+        (fact,) = self.facts([result, {**result, "flight_number": "HAT077"}]).current("fact")[:1]
+        assert "available_seats(economy=15, business=14)" in fact.value
+        assert "prices(economy=141, business=298)" in fact.value
+
+    def test_a_group_of_objects_in_a_listing_is_one_fact(self) -> None:
+        """One-stop search results are lists of flights: each connection is a fact."""
+        legs = [
+            [{"flight_number": "HAT229", "price": 113}, {"flight_number": "HAT266", "price": 157}]
+        ]
+        (fact,) = self.facts(legs).current("fact")
+        assert fact.key == "fact:HAT229"
+        assert "HAT229 113; HAT266 157" in fact.value
+
+    def test_a_fact_is_used_when_the_agent_names_an_id_among_its_values(self) -> None:
+        """The agent wrote a payment method's id: the account that holds it goes first."""
+        account = {"user_id": "u_1", "payment_methods": {"gift_card_7091239": {"amount": 31}}}
+        (fact,) = self.facts(account, then="Paying with gift_card_7091239.").current("fact")
+        assert fact.state == "used"
+
+
+class TestNames:
+    """The index of names the session wrote as code (issue 21: state a sub-agent reports)."""
+
+    def test_code_names_are_indexed_and_words_and_path_parts_are_not(self) -> None:
+        """Symbols, snake_case, camelCase, dotted names are names; words, path parts and calls
+        (mostly the standard library's: a file's definitions are its entry's) are not."""
+        output = (
+            "assert Map.has_key?(line, :kind)\nTranscriptRenderer.render(messages)\n"
+            "the text of lib/spotter_web/live.ex and tool_use_id"
+        )
+        ledger = derive_ledger(
+            [
+                Message("user", "Explore the renderer."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {":kind", "tool_use_id"} <= names
+        assert not names & {"text", "spotter_web", "live.ex", "lib", "the", "Map.has_key?"}
+        assert "TranscriptRenderer.render" not in names
+
+    def test_what_the_agent_wrote_and_what_recurs_rank_first(self) -> None:
+        """Salience is generic: written by the agent > seen in several messages > seen once."""
+        span = [
+            Message("user", "Look into it."),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("once_only and twice_seen", tool_call_id="a"),
+            Message("assistant", None, tool_calls=[ToolCall("b", "Read", "{}")]),
+            ToolMessage("twice_seen again", tool_call_id="b"),
+            Message("assistant", "The culprit is `agent_wrote`."),
+        ]
+        ledger = derive_ledger(span)
+        by_name = {e.value: e for e in ledger.current("name")}
+        assert by_name["agent_wrote"].state == "used"
+        assert by_name["twice_seen"].state == "shared"
+        assert by_name["once_only"].state == ""
+        rendered = render_entries(ledger.current("name"))
+        assert rendered.splitlines()[-1] == "agent_wrote, twice_seen, once_only"
+
+    def test_an_observation_sent_as_a_user_message_is_not_the_user_writing(self) -> None:
+        """SWE-agent's observations come as user messages; their names are output, not 'used'."""
+        span = [
+            Message("user", "Fix the bug."),
+            Message("assistant", "```\ncat src/a.py\n```"),
+            Message("user", "config_path = DEFAULT_PATH"),
+        ]
+        (entry,) = [e for e in derive_ledger(span).current("name") if e.value == "config_path"]
+        assert entry.state == ""
+
+
+class TestFileRoot:
+    def test_files_are_shown_under_the_folder_they_share(self) -> None:
+        """A long shared folder is written once; each path keeps its project folder's name."""
+        root = "/home/someone/projects/app/"
+        entries = [
+            LedgerEntry("file", f"file:{root}{p}", f"{root}{p} (read)", index=i)
+            for i, p in enumerate(("lib/a.py", "src/b.py", "README.md"))
+        ]
+        entries.append(LedgerEntry("file", "file:/tmp/x.log", "/tmp/x.log (read)", index=9))
+        text = render_entries(entries)
+        assert "Files (under /home/someone/projects/):" in text
+        assert "- app/lib/a.py (read)" in text
+        assert "- /tmp/x.log (read)" in text
+        assert text.count(root) == 0
+
+    def test_ids_and_hashes_are_names_and_css_sizes_are_not(self) -> None:
+        """Codes of capitals and digits and hex hashes are ids; '0.5rem' and 'utf8' are not."""
+        output = "reservation 2FBBAH on HAT028; commit 3bb8701; padding: 0.5rem; utf8"
+        ledger = derive_ledger(
+            [
+                Message("user", "Check it."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "get", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {"2FBBAH", "HAT028", "3bb8701"} <= names
+        assert not names & {"0.5rem", "utf8"}
+
+    def test_chained_checkpoints_keep_the_index_bounded(self) -> None:
+        """Each compaction adds names; the merged index keeps only the newest few hundred."""
+        old = Ledger(
+            LedgerEntry("name", f"name:old_{i}", f"old_{i}", "session", index=i + 1)
+            for i in range(400)
+        )
+        span = [
+            Checkpoint("Earlier work.", ledger=old),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("new_name here", tool_call_id="a"),
+        ]
+        names = values(derive_ledger(span), "name")
+        assert "new_name" in names
+        assert "old_399" in names and "old_0" not in names
+        assert len(names) <= 240
+
+    def test_kebab_case_in_code_is_a_name_and_in_prose_is_not(self) -> None:
+        """A CSS class or hook in quotes or a selector is a name; "well-known" in prose is not."""
+        output = '<div class="is-active" phx-hook="TranscriptSelection">\n.is-tool-use { }\n'
+        output += "This is a well-known pattern."
+        ledger = derive_ledger(
+            [
+                Message("user", "Look at the markup."),
+                Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+                ToolMessage(output, tool_call_id="a"),
+            ]
+        )
+        names = set(values(ledger, "name"))
+        assert {"is-active", "is-tool-use"} <= names
+        assert "well-known" not in names
+
+    def test_names_false_leaves_out_only_the_index(self) -> None:
+        """The extractive backend needs the user's statements only: the same ledger, no names."""
+        span = [
+            Message("user", "Never push to main."),
+            Message("assistant", None, tool_calls=[ToolCall("a", "Read", "{}")]),
+            ToolMessage("load_config and SessionLive", tool_call_id="a"),
+        ]
+        full, bare = derive_ledger(span), derive_ledger(span, names=False)
+        assert values(full, "name") and not values(bare, "name")
+        assert [e for e in full.entries if e.kind != "name"] == list(bare.entries)

@@ -375,7 +375,7 @@ class ExtractiveBackend:
             return ""
         counter = default_counter()
         components = read_transcript(text, start=start, end=end)
-        ledger = derive_ledger(components)
+        ledger = derive_ledger(components, names=False)  # only the user's statements count
         carried = [
             value
             for entry in ledger.entries

@@ -33,6 +33,7 @@ from .._core.ledger import (
     LedgerEntry,
     LedgerKind,
     entry_line,
+    file_root,
     render_entries,
 )
 from .prompts import render_conversation
@@ -240,7 +241,7 @@ def plan_chunks(
 _TIERS: tuple[tuple[LedgerKind, ...], ...] = (
     ("rule", "constraint", "goal", "next_step", "error"),
     ("preference", "decision", "fact", "test", "file", "commit", "command", "finding"),
-    ("command", "fact", "error"),
+    ("command", "fact", "error", "name"),
 )
 
 
@@ -304,10 +305,14 @@ superseded=(), state=''),))
     chosen: list[LedgerEntry] = []
     spent = count(STATE_HEADING) + 1
     kinds: set[str] = set()
+    # Files shown under the folder most of them share: a subset's is as long or longer.
+    root = file_root(ledger.entries)
     for entry in _priority(ledger):
-        cost = count(entry_line(entry)) + 1
+        cost = count(entry_line(entry, root)) + 1
         if entry.kind not in kinds:
             cost += count(HEADINGS[entry.kind]) + 2
+            if entry.kind == "file" and root:
+                cost += count(f" (under {root})")
         if spent + cost > max_tokens:
             continue
         if history_tokens is not None and _tier(entry) == 2 and spent + cost > history_tokens:

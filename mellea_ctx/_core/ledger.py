@@ -49,6 +49,7 @@ LedgerKind = Literal[
     "commit",
     "command",
     "finding",
+    "name",
 ]
 KINDS: tuple[LedgerKind, ...] = get_args(LedgerKind)
 
@@ -83,7 +84,10 @@ class LedgerEntry:
         index: Its position in the session (later entries have larger ones).
         superseded: Earlier values of the same key, oldest first.
         state: ``open`` or ``resolved`` for an error, ``passed`` or ``failed``
-            for a test or command, ``read`` or ``modified`` for a file; else empty.
+            for a test or command, ``read`` or ``modified`` for a file; for a
+            fact, ``used`` (named again elsewhere) or ``listed`` (one of many);
+            for a name, ``used`` (the agent or the user wrote it) or ``shared``
+            (in several messages); else empty.
 
     Examples:
         >>> LedgerEntry("constraint", "budget", "Never exceed $500 without approval.").value
@@ -759,6 +763,65 @@ def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int 
             out.append((field or prefix, text))
 
 
+def _kept_leaf(field: str, value: object) -> str | None:
+    """A JSON leaf's text when it is state worth showing: an id, a number, a status, a date."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    text = str(value).strip()
+    if not 0 < len(text) <= 60 or "\n" in text:
+        return None
+    # A field named for state (an id, a status, a date, an amount, a name), a value that
+    # is a number or holds one (a price, a code), or one word (a category: "business").
+    valued = isinstance(value, (int, float)) or (
+        any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+    )
+    if valued or _FIELD.search(field) or (" " not in text and len(text) <= 24):
+        return text
+    return None
+
+
+def _render_json(value: object, field: str, seen: set[tuple[str, str]], depth: int = 0) -> str:
+    """A JSON value, densely: ``field=value`` pairs, a nested object as ``field(...)``, a list
+    of objects as a table (``field (a, b): 1 2; 3 4``); a pair already shown is not repeated."""
+    if depth > 4:
+        return ""
+    if isinstance(value, dict):
+        parts = []
+        for name, item in value.items():
+            name = str(name)
+            if isinstance(item, dict):
+                inner = _render_json(item, name, seen, depth + 1)
+                if inner:
+                    parts.append(f"{name}({inner})")
+            elif isinstance(item, list):
+                inner = _render_json(item, name, seen, depth + 1)
+                if inner:
+                    parts.append(inner)
+            else:
+                text = _kept_leaf(name, item)
+                if text is not None and (name, text) not in seen:
+                    seen.add((name, text))
+                    parts.append(f"{name}={text}")
+        return ", ".join(parts)
+    if isinstance(value, list):
+        items = value[:8]
+        if items and all(isinstance(item, dict) for item in items):
+            columns: list[str] = []
+            for item in items:
+                for name, leaf in item.items():
+                    if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
+                        columns.append(str(name))
+            if not columns:
+                return ""
+            rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
+            more = ", …" if len(value) > len(items) else ""
+            return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
+        texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
+        if texts:
+            return f"{field}=[{', '.join(texts)}{', …' if len(value) > len(items) else ''}]"
+    return ""
+
+
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
     """Facts from a JSON tool result: one entry per object, keyed by its id."""
     stripped = text.strip()
@@ -770,16 +833,18 @@ def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
         return
     objects = data if isinstance(data, list) else [data]
     for item in objects[:20]:
-        if not isinstance(item, dict):
+        # An object, or a group of objects (a connection's flights, a row of a join).
+        group = isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
+        if not isinstance(item, dict) and not group:
             continue
         fields: list[tuple[str, str]] = []
         _flatten(item, "", fields)
-        if not fields:
+        value = _render_json(item, "", set()).removeprefix(" ")
+        if not fields or not value:
             continue
         anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
-        value = ", ".join(f"{name}={text}" for name, text in fields)
         if len(value) > _MAX_JSON:
-            value = value[:_MAX_JSON].rsplit(", ", 1)[0] + ", …"
+            value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
         # One of many objects is a listing (search results); an object alone was looked up.
         state = "listed" if len(objects) > 1 else ""
         yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
@@ -830,12 +895,14 @@ def _output_entries(
         )
 
 
-def derive_ledger(components: Sequence[Component]) -> Ledger:
+def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Ledger:
     """Return the ledger of ``components``: their state, later values superseding earlier ones.
 
     An earlier :class:`~mellea_ctx.Checkpoint` among them contributes its own
     ledger (merged, never re-derived from its summary). Deterministic: the
-    same components always give the same ledger.
+    same components always give the same ledger. ``names=False`` leaves out
+    the index of names written as code (the ``name`` entries), the costliest
+    part to derive, for a caller that does not show them.
 
     Examples:
         >>> from mellea_ctx import Message
@@ -855,7 +922,8 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
     found: list[LedgerEntry] = []
     mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
     reads = _Reads()
-    for component in components:
+    observed: set[int] = set()  # observations sent as user messages
+    for position, component in enumerate(components):
         if isinstance(component, Checkpoint):
             ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
             found, mentions = [], []
@@ -876,9 +944,11 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 command = pending[-1]
                 pending.clear()
                 found += _output_entries(text, "observation", command, False)
+                observed.add(position)
                 continue
             if fenced_agent:
                 found += _output_entries(text, "observation", None, False)
+                observed.add(position)
                 continue
             for kind, statement in _statements(text):
                 key = keys.key(kind, statement)
@@ -934,7 +1004,14 @@ def derive_ledger(components: Sequence[Component]) -> Ledger:
                 found.append(
                     LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
                 )
-    return ledger.merge(_used(found, mentions))
+    if names:
+        found += _names(components, observed)
+    ledger = ledger.merge(_used(found, mentions))
+    indexed = [entry for entry in ledger.entries if entry.kind == "name"]
+    if len(indexed) > _NAMES:  # chained compactions keep the index bounded: the newest stay
+        dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
+        ledger = Ledger(entry for entry in ledger.entries if entry.key not in dropped)
+    return ledger
 
 
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
@@ -992,27 +1069,125 @@ def _defines(found: list[LedgerEntry], call_id: str, output: str, reads: _Reads)
 
 
 def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[LedgerEntry]:
-    """Facts the agent went on to use (named their id later) marked ``used``: they go first."""
+    """Facts the agent went on to use marked ``used``: they go first.
+
+    Used: the agent later named the fact's id, or an id among its values (a
+    flight of a connection, a payment method of an account).
+    """
     out = list(found)
-    # One look per anchor, not one per fact and mention (quadratic on a long session,
-    # issue 24): the newest mention naming the anchor, found from the end. ``after``
-    # never decreases along ``mentions``, so a fact is used exactly when that newest
-    # mention came after it.
-    newest: dict[str, int] = {}  # anchor -> ``after`` of the newest mention naming it (-1: none)
+    # One look per id, not one per fact and mention (quadratic on a long session,
+    # issue 24): the newest mention naming the id, found from the end. ``after``
+    # never decreases along ``mentions``, so a fact is used exactly when the newest
+    # mention of one of its ids came after it.
+    newest: dict[str, int] = {}  # id -> ``after`` of the newest mention naming it (-1: none)
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
         anchor = entry.key[len("fact:") :]
-        if len(anchor) < 3:
-            continue
-        if anchor not in newest:
-            newest[anchor] = next(
-                (after for after, text in reversed(mentions) if anchor in text), -1
-            )
-        used = newest[anchor] > position
-        if used:
+        ids = [anchor] if len(anchor) >= 3 else []
+        ids += [m.group(0) for m in _CODE_ID.finditer(entry.value)]
+        ids += _SNAKE_ID.findall(entry.value)
+        for name in ids:
+            if name not in newest:
+                newest[name] = next(
+                    (after for after, text in reversed(mentions) if name in text), -1
+                )
+        if any(newest[name] > position for name in ids):
             out[position] = attrs.evolve(entry, state="used")
     return out
+
+
+# An id in snake case with a number: gift_card_3481935, user_42.
+_SNAKE_ID = re.compile(r"(?<![\w.-])[a-z]+(?:_[a-z]+)*_\d{3,}(?![\w.-])")
+
+
+# A name as code writes it: a symbol (``:kind``, ``@impl``), a snake_case or dunder
+# name, a camelCase or PascalCase name with an inner capital, a dotted name
+# (``Spotter.PubSub``, ``sys.modules``); not a part of a path or of a longer word,
+# nor a call (``Enum.map(``: mostly the standard library's; what a read file
+# defines is its file entry's).
+_NAME = re.compile(
+    # The first character first (a set the engine scans for), then what must not precede it.
+    r"[:@A-Za-z_](?<![\w:@$./\\-][:@A-Za-z_])"
+    r"(?:(?<=[:@])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"  # a symbol or an attribute
+    r"|(?<=[A-Za-z_])\w*(?:\.[A-Za-z_]\w*)+"  # a dotted name
+    r"|(?<=[A-Za-z_])\w*_\w*"  # with an underscore: snake_case, a dunder
+    r"|(?<=[A-Za-z_])(?:\w*?[a-z][A-Z]|(?<=[a-z])[A-Z])\w*)"  # with an inner capital
+    r"[?!]?(?![\w/(]|\.\w)"
+)
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+# An id as systems print them: a code of capitals and digits (2FBBAH, HAT028, PROJ-123)
+# or a hexadecimal hash (3bb8701), each with a letter and a digit.
+_CODE_ID = re.compile(
+    r"(?<![\w./-])(?:(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"
+    r"|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9][A-Z0-9-]{3,30}[A-Z0-9])(?![\w/.-])"
+)
+# A kebab-case name in code (a CSS class, a hook, a package): ``is-active``, ``phx-hook``.
+_KEBAB = re.compile(r"(?<=[\"'.])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?=[\"' {,:])")
+# How many names the ledger indexes (the most salient), and the longest it keeps.
+_NAMES = 240
+_MAX_NAME = 60
+
+
+def _name_shaped(token: str) -> bool:
+    """Whether ``token`` is written as code writes names, not as an English word."""
+    core = token.lstrip(":@").rstrip("?!")
+    if not 3 <= len(core) <= _MAX_NAME or core.isdigit():
+        return False
+    if token[0] in ":@" or "_" in core.strip("_") or core.startswith("__"):
+        return True
+    if _INNER_CAPITAL.search(core):
+        return True
+    return "." in core and all(len(part) >= 2 for part in core.split("."))
+
+
+def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEntry]:
+    """The most salient names the session wrote as code: an index, cheapest state to carry.
+
+    A name's salience is generic: how many messages mention it, whether the
+    agent or the user wrote it themselves (in text or a call's arguments),
+    whether anyone quoted it as code (in backticks). The entries come in
+    increasing salience, so the most salient is the newest (shown first).
+    """
+    from .checkpoint import Checkpoint  # here: checkpoint imports this module
+
+    stats: dict[str, list[int]] = {}  # name -> [messages, written by agent/user, quoted, last]
+    for position, component in enumerate(components):
+        if component.role in ("system", "developer") or isinstance(component, Checkpoint):
+            continue  # a checkpoint's names are in its ledger
+        text = component.content or ""
+        if component.tool_calls:
+            text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
+        if not text:
+            continue
+        written = component.role == "assistant" or (
+            component.role == "user" and component.tool_call_id is None and position not in observed
+        )
+        # In order of appearance (not a set's order: the ledger is deterministic).
+        tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
+        tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
+        tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
+        for token in tokens:
+            entry = stats.setdefault(token, [0, 0, 0, 0])
+            entry[0] += 1
+            entry[3] = position
+            if written:
+                entry[1] = 1
+            if f"`{token}`" in text:
+                entry[2] = 1
+    total = len(components) + 1
+
+    def salience(name: str) -> float:
+        messages, wrote, quoted, last = stats[name]
+        return messages + 3 * wrote + 2 * quoted + last / total
+
+    ranked = sorted(stats, key=lambda name: (-salience(name), name))[:_NAMES]
+    entries = []
+    for name in reversed(ranked):
+        messages, wrote, _, _ = stats[name]
+        state = "used" if wrote else "shared" if messages > 1 else ""
+        entries.append(LedgerEntry("name", f"name:{name}", name, "session", state=state))
+    return entries
 
 
 # Text that is code or a command rather than a sentence.
@@ -1108,14 +1283,48 @@ HEADINGS: dict[LedgerKind, str] = {
     "commit": "Commits",
     "command": "Commands",
     "finding": "Findings",
+    "name": "Names",
 }
 #: The line that opens a checkpoint's ledger.
 STATE_HEADING = "Current state (latest values):"
 
 
-def entry_line(entry: LedgerEntry) -> str:
-    """The line an entry is shown as (a test's or error's earlier value as "was X")."""
+def file_root(entries: Iterable[LedgerEntry]) -> str:
+    """The folder above most files of ``entries``, shown once above them ("" if none).
+
+    The parent (at least 8 characters) of the longest folder that holds at
+    least two of the files and at least half of them: the paths under it are
+    shown relative to it, which spends the tokens on what tells them apart
+    (the shared folder's own name stays in each path, so ``proj/lib`` still
+    reads as one).
+
+    Examples:
+        >>> files = [LedgerEntry("file", f"file:{p}", f"{p} (read)")
+        ...          for p in ("/home/u/proj/a.py", "/home/u/proj/lib/b.py", "/tmp/c.txt")]
+        >>> file_root(files)
+        '/home/u/'
+    """
+    paths = [e.key[5:] for e in entries if e.kind == "file" and e.key.startswith("file:")]
+    counts: dict[str, int] = {}
+    for path in paths:
+        end = path.rfind("/")
+        while end > 0:
+            counts[path[: end + 1]] = counts.get(path[: end + 1], 0) + 1
+            end = path.rfind("/", 0, end)
+    need = max(2, (len(paths) + 1) // 2)
+    shared = max((root for root, n in counts.items() if n >= need), key=len, default="")
+    parent = shared[: shared.rstrip("/").rfind("/") + 1]
+    return parent if len(parent) >= 8 else ""
+
+
+def entry_line(entry: LedgerEntry, root: str = "") -> str:
+    """The line an entry is shown as (a test's or error's earlier value as "was X").
+
+    A file under ``root`` is shown by its path relative to it.
+    """
     value = entry.value
+    if root and entry.kind == "file" and value.startswith(root) and len(value) > len(root):
+        value = value[len(root) :]
     if entry.kind == "error" and entry.state == "resolved":
         value += " (resolved)"
     if entry.kind in ("test", "command") and entry.superseded:
@@ -1144,11 +1353,18 @@ def render_entries(entries: Sequence[LedgerEntry]) -> str:
     for entry in sorted(entries, key=lambda e: e.index):
         by_kind.setdefault(entry.kind, []).append(entry)
     lines = [STATE_HEADING]
+    root = file_root(by_kind.get("file", ()))
     for kind in KINDS:
         if kind in by_kind:
             heading = HEADINGS[kind]
+            if kind == "file" and root:
+                heading += f" (under {root})"
             if kind == "error" and all(e.state == "resolved" for e in by_kind[kind]):
                 heading = "Errors"
             lines.append(f"{heading}:")
-            lines += [entry_line(entry) for entry in by_kind[kind]]
+            if kind == "name":  # an index: many on a line, most salient first
+                names = sorted(by_kind[kind], key=lambda e: -e.index)
+                lines.append(", ".join(entry.value for entry in names))
+                continue
+            lines += [entry_line(entry, root) for entry in by_kind[kind]]
     return "\n".join(lines)
