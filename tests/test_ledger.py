@@ -437,6 +437,22 @@ class TestShapes:
         assert entry.superseded == ("Put every timestamp in UTC.",)
 
 
+class TestNamesIndex:
+    def test_a_huge_span_s_index_reads_its_newest_messages(self) -> None:
+        """The index's cost is bounded: a name only the oldest of 2,500 messages wrote is left.
+
+        A 100,000-message compaction spent a quarter of its time on the index
+        (issue 24); names the newest messages write are still indexed.
+        """
+        old = [Message("assistant", "Calling `fetch_invoice_v2` next.")]
+        filler = [Message("user" if i % 2 else "assistant", f"step {i}") for i in range(2_500)]
+        new = [Message("assistant", "Then `render_totals_v3` runs.")]
+        names = [e.value for e in derive_ledger([*old, *filler, *new]).current("name")]
+        assert "render_totals_v3" in names and "fetch_invoice_v2" not in names
+        short = [e.value for e in derive_ledger([*old, *filler[:50], *new]).current("name")]
+        assert {"fetch_invoice_v2", "render_totals_v3"} <= set(short)
+
+
 class TestCommitSubjects:
     def test_a_commit_with_a_long_subject_is_an_entry(self) -> None:
         """Regression: a subject over 80 characters hid the commit (git prints it whole)."""

@@ -1127,6 +1127,9 @@ _KEBAB = re.compile(r"(?<=[\"'.])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?=[\"' {,:])")
 # How many names the ledger indexes (the most salient), and the longest it keeps.
 _NAMES = 240
 _MAX_NAME = 60
+#: How many of a span's newest messages the names index reads: every agent session we
+#: have seen whole (the corpus's longest span is 163 messages), a bounded cost past that.
+_NAMES_SCAN = 2_000
 
 
 def _name_shaped(token: str) -> bool:
@@ -1152,7 +1155,10 @@ def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEn
     from .checkpoint import Checkpoint  # here: checkpoint imports this module
 
     stats: dict[str, list[int]] = {}  # name -> [messages, written by agent/user, quoted, last]
-    for position, component in enumerate(components):
+    # The newest messages only, so that a huge span costs what a long one does (issue 24):
+    # recency is part of salience, and an earlier checkpoint's names are in its ledger.
+    for position in range(max(len(components) - _NAMES_SCAN, 0), len(components)):
+        component = components[position]
         if component.role in ("system", "developer") or isinstance(component, Checkpoint):
             continue  # a checkpoint's names are in its ledger
         text = component.content or ""
