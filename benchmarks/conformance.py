@@ -17,8 +17,11 @@ This file is two things:
   configured as the docs recommend, and renders what the model would see next
   as the kit's ``[role] text`` lines. The character budget becomes a token
   budget through the input's own tokens per character under that same
-  rendering (``ctx.token_count / len(text)``); nothing is truncated afterwards,
-  so an oversized checkpoint shows as *not compliant*. Chained rounds continue
+  rendering (``ctx.token_count / len(text)``). A checkpoint holds more
+  characters a token than a conversation, so when the output is over the
+  characters the adapter asks again with a budget smaller by the overshoot, up
+  to three times, as a user with a character budget would; nothing is
+  truncated, and what is still over shows as *not compliant*. Chained rounds continue
   from the context we returned (the kit hands back exactly our text), the way
   a live session keeps its checkpoint objects, so chained compactions work on
   checkpoints, not on a re-read of their prose. Every compacted history must
@@ -110,6 +113,10 @@ def check_valid(components: Sequence[Component]) -> None:
         raise AssertionError(msg)
 
 
+#: How many times an adapter asks again when its output is over the kit's character budget.
+_REFITS = 3
+
+
 class _Adapter:
     """One of our compactors behind the kit's ``compact(turns, round_num, budget_chars)``."""
 
@@ -153,9 +160,19 @@ class _Adapter:
         if round_num == 1:  # the kit's budget is a share of the round-1 text
             self._share = round(budget_chars / max(1, len(text)), 2)
         out = self.make(budget_tokens, ctx).compact(ctx)
+        rendered = render(out.as_list())
+        # The kit counts characters and we count tokens: a checkpoint's lines hold more
+        # characters a token than the conversation did, so the conversion can overshoot.
+        # Fit the characters as a user with a character budget would: ask again, smaller
+        # by what the last try overshot (a few tries; the last one stands).
+        for _ in range(_REFITS):
+            if len(rendered) <= budget_chars or budget_tokens <= 1:
+                break
+            budget_tokens = max(1, int(budget_tokens * budget_chars / len(rendered) * 0.98))
+            out = self.make(budget_tokens, ctx).compact(ctx)
+            rendered = render(out.as_list())
         components = out.as_list()
         check_valid(components)
-        rendered = render(components)
         self._last_ctx, self._last_text = out, rendered
         log = os.environ.get(LOG_ENV)
         if log:  # the runner's diagnostics: is an overshoot in tokens, or in the conversion?
