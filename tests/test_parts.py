@@ -2,17 +2,53 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+from typing import get_args
+
+import attrs
 import pytest
 from pyrsistent import PMap
 
-from mellea_ctx import InvalidComponentError, Message, ModelOutputThunk, ToolCall, ToolMessage
+from mellea_ctx import (
+    InvalidComponentError,
+    Message,
+    ModelOutputThunk,
+    Part,
+    PartKind,
+    ToolCall,
+    ToolMessage,
+)
 from mellea_ctx._core.parts import (
+    PART_TYPES,
+    AudioPart,
     DocumentPart,
     ImagePart,
     OpaquePart,
+    RedactedThinkingPart,
+    RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
+)
+from mellea_ctx._formats.serialize import (
+    components_from_json,
+    components_to_json,
+    part_from_record,
+    part_to_record,
+)
+
+#: One part of every class, with fields set so that a lost field would show.
+EVERY_KIND: tuple[Part, ...] = (
+    TextPart("hi", extra={"cache_control": {"type": "ephemeral"}}),
+    ImagePart(data="iVBORw0KGgo=", media_type="image/png", width=8, height=6, detail="low"),
+    DocumentPart(text="notes", name="notes.txt"),
+    AudioPart(data="UklGRg==", format="wav"),
+    ThinkingPart("hmm", signature="sig", provider="anthropic"),
+    RedactedThinkingPart("EmwKAhgB", provider="anthropic"),
+    RefusalPart("I can't help with that."),
+    OpaquePart("anthropic", {"type": "compaction", "content": "..."}),
 )
 
 
@@ -91,3 +127,40 @@ class TestComponentsWithParts:
     def test_developer_role(self) -> None:
         """OpenAI's ``developer`` role is a message role."""
         assert "developer" == Message("developer", "Be terse.").role
+
+
+class TestPartKinds:
+    def test_every_class_has_a_distinct_kind_and_part_is_their_union(self) -> None:
+        """``kind`` tells the classes apart, and ``Part`` / ``PartKind`` list all of them."""
+        kinds = [cls.kind for cls in PART_TYPES]
+        assert len(set(kinds)) == len(PART_TYPES)
+        assert set(kinds) == set(get_args(PartKind))
+        assert set(get_args(Part)) == set(PART_TYPES)
+        assert {type(part) for part in EVERY_KIND} == set(PART_TYPES)
+
+    @pytest.mark.parametrize("part", EVERY_KIND, ids=lambda part: part.kind)
+    def test_kind_is_a_class_constant_not_a_field(self, part: Part) -> None:
+        """``kind`` is in no field, repr, slot or pickle: parts compare and hash as before."""
+        assert part.kind == type(part).kind
+        assert "kind" not in {field.name for field in attrs.fields(type(part))}
+        assert "kind" not in repr(part)
+        assert "kind" not in type(part).__slots__
+        assert not hasattr(part, "__dict__")  # no per-instance storage
+        again = pickle.loads(pickle.dumps(part))
+        assert again == part and hash(again) == hash(part)
+        with pytest.raises(AttributeError):
+            part.kind = "text"  # type: ignore[misc]
+
+    @pytest.mark.parametrize("part", EVERY_KIND, ids=lambda part: part.kind)
+    def test_kinds_round_trip_through_records(self, part: Part) -> None:
+        """A part's record is tagged with its ``kind`` and reads back into an equal part."""
+        record = part_to_record(part)
+        assert record["part"] == part.kind
+        assert part_from_record(json.loads(json.dumps(record))) == part
+        message = Message("user", [part, TextPart("after")])
+        assert components_from_json(components_to_json([message])) == [message]
+
+    def test_assert_never_fails_loudly(self) -> None:
+        """A value outside ``Part`` reaching an exhaustive dispatch is an error, not a skip."""
+        with pytest.raises(AssertionError, match="not a content part: 'oops'"):
+            assert_never("oops")  # type: ignore[arg-type]

@@ -10,6 +10,12 @@ back unchanged, so reading a history and writing it back loses nothing.
 Parts are frozen, slotted attrs classes holding only strings, ints, ``None``
 and frozen JSON values (pyrsistent ``PMap`` / ``PVector``), so they hash and
 can be shared between any number of contexts.
+
+Each class names what it is in ``kind``, a class constant (not a field: it is in
+no ``__init__``, equality, hash, repr or pickle) holding a :data:`PartKind`,
+the same word a part's record carries in ``"part"``. Code that handles every
+kind dispatches with ``match part:`` over the classes of :data:`Part` ending in
+``case _: assert_never(part)``, so mypy proves no kind is forgotten.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Union
+from typing import Any, ClassVar, Final, Literal, NoReturn, Union
 
 import attrs
 from pyrsistent import PMap, freeze, pmap, thaw
@@ -32,10 +38,12 @@ __all__ = [
     "ImagePart",
     "OpaquePart",
     "Part",
+    "PartKind",
     "RedactedThinkingPart",
     "RefusalPart",
     "TextPart",
     "ThinkingPart",
+    "assert_never",
     "freeze_json",
     "thaw_json",
     "to_extra",
@@ -138,6 +146,7 @@ class TextPart:
         'Run the tests.'
     """
 
+    kind: ClassVar[Literal["text"]] = "text"
     text: str = attrs.field(validator=_text)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
 
@@ -162,6 +171,7 @@ class ImagePart:
         'data:image/png;base64,iVBORw0KGgo='
     """
 
+    kind: ClassVar[Literal["image"]] = "image"
     url: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     data: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     media_type: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
@@ -197,6 +207,7 @@ class DocumentPart:
         'report.pdf'
     """
 
+    kind: ClassVar[Literal["document"]] = "document"
     data: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     text: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     url: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
@@ -223,6 +234,7 @@ class AudioPart:
         'wav'
     """
 
+    kind: ClassVar[Literal["audio"]] = "audio"
     data: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     format: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     id: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
@@ -242,6 +254,7 @@ class ThinkingPart:
         'EqQB'
     """
 
+    kind: ClassVar[Literal["thinking"]] = "thinking"
     text: str = attrs.field(validator=_text)
     signature: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     provider: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
@@ -257,6 +270,7 @@ class RedactedThinkingPart:
         'anthropic'
     """
 
+    kind: ClassVar[Literal["redacted_thinking"]] = "redacted_thinking"
     data: str = attrs.field(validator=_text)
     provider: str | None = attrs.field(default=None, kw_only=True, validator=_opt)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
@@ -271,6 +285,7 @@ class RefusalPart:
         "I can't help with that."
     """
 
+    kind: ClassVar[Literal["refusal"]] = "refusal"
     text: str = attrs.field(validator=_text)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
 
@@ -293,6 +308,7 @@ class OpaquePart:
         ('compaction', 'anthropic')
     """
 
+    kind: ClassVar[Literal["opaque"]] = "opaque"
     provider: str = attrs.field(validator=_text)
     block: PMap[str, Any] = attrs.field(converter=_block)
 
@@ -314,6 +330,24 @@ Part = Union[  # noqa: UP007 (a runtime alias on 3.10)
     RefusalPart,
     OpaquePart,
 ]
+#: What a part is: the ``kind`` of each class of :data:`Part`, and its record's ``"part"``.
+PartKind = Literal[
+    "text", "image", "document", "audio", "thinking", "redacted_thinking", "refusal", "opaque"
+]
+
+
+def assert_never(part: NoReturn) -> NoReturn:
+    """End an exhaustive ``match`` over :data:`Part`: mypy rejects the call if a kind is left.
+
+    ``typing.assert_never`` is Python 3.11's; this is the same check on 3.10.
+
+    Raises:
+        AssertionError: Always (only a value outside :data:`Part` reaches it).
+    """
+    msg = f"not a content part: {short_repr(part, 200)}"
+    raise AssertionError(msg)
+
+
 #: The part classes, for ``isinstance`` checks.
 PART_TYPES: Final = (
     TextPart,

@@ -33,9 +33,7 @@ from .._core.components import (
 )
 from .._core.exceptions import InvalidComponentError
 from .._core.parts import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
+    PART_TYPES,
     OpaquePart,
     Part,
     RedactedThinkingPart,
@@ -67,17 +65,8 @@ def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
     return out
 
 
-#: A part's record kind, by class; the record holds the part's set fields.
-_PART_KINDS: Final[dict[type, str]] = {
-    TextPart: "text",
-    ImagePart: "image",
-    DocumentPart: "document",
-    AudioPart: "audio",
-    ThinkingPart: "thinking",
-    RedactedThinkingPart: "redacted_thinking",
-    RefusalPart: "refusal",
-    OpaquePart: "opaque",
-}
+#: A part's record ``"part"`` is its class's ``kind`` (one vocabulary), and back.
+_PART_KINDS: Final[dict[type, str]] = {cls: cls.kind for cls in PART_TYPES}
 _PART_CLASSES: Final = {kind: cls for cls, kind in _PART_KINDS.items()}
 
 

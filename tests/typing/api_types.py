@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, assert_type
+from typing import Any, Literal, assert_never, assert_type
 
 from mellea_ctx import (
     ChatContext,
@@ -18,6 +18,8 @@ from mellea_ctx import (
     MemoryStore,
     Message,
     ModelOutputThunk,
+    Part,
+    PartKind,
     Problem,
     RedisStore,
     ScriptedBackend,
@@ -26,6 +28,7 @@ from mellea_ctx import (
     SessionStore,
     SQLiteStore,
     StoredSession,
+    TextPart,
     ThresholdCompactor,
     TiktokenCounter,
     TokenBudgetCompactor,
@@ -136,3 +139,15 @@ def check_history_rules(components: list[Component]) -> None:
     assert_type(found[0].location, str)
     assert_type(load_anthropic("chat.json"), list[Component])
     assert_type(dump_anthropic(components, "chat.json"), None)
+
+
+def check_part_kinds(part: Part) -> PartKind:
+    assert_type(TextPart("hi").kind, Literal["text"])
+    assert_type(part.kind, PartKind)
+    match part.kind:  # a dispatch on the tag is exhaustive too
+        case "text" | "image" | "document" | "audio" | "thinking":
+            return part.kind
+        case "redacted_thinking" | "refusal" | "opaque":
+            return part.kind
+        case _:
+            assert_never(part.kind)
