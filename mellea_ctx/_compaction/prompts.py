@@ -23,8 +23,11 @@ from .._core.parts import (
     ImagePart,
     OpaquePart,
     Part,
+    RedactedThinkingPart,
     RefusalPart,
     TextPart,
+    ThinkingPart,
+    assert_never,
 )
 from .._core.reprs import short_repr
 
@@ -249,34 +252,31 @@ def part_note(part: Part) -> str | None:
         >>> part_note(ThinkingPart("secret plan", signature="sig")) is None
         True
     """
-    kind = type(part)
     words: list[str | None]
-    if kind is ImagePart:
-        assert isinstance(part, ImagePart)
-        size = f"{part.width}x{part.height}" if part.width and part.height else None
-        media = None if part.media_type is None else _field(part.media_type)
-        words = ["image", size, media, _source(part.url, part.file_id, part.data)]
-    elif kind is DocumentPart:
-        assert isinstance(part, DocumentPart)
-        name = None if part.name is None else _field(part.name)
-        media = None if part.media_type is None else _field(part.media_type)
-        text = None if part.text is None else f"{len(part.text)} characters"
-        words = ["document", name, media, text, _source(part.url, part.file_id, part.data)]
-    elif kind is AudioPart:
-        assert isinstance(part, AudioPart)
-        fmt = None if part.format is None else _field(part.format)
-        data = None if part.data is None else _size(part.data)
-        words = ["audio", fmt, data, None if part.id is None else f"id {_field(part.id)}"]
-    elif kind is OpaquePart:
-        assert isinstance(part, OpaquePart)
-        block_type = part.block.get("type")
-        shown = _field(block_type) if isinstance(block_type, str) else "block"
-        words = [_field(part.provider), shown]
-    elif kind is RefusalPart:
-        assert isinstance(part, RefusalPart)
-        return f"[refusal] {part.text}"
-    else:
-        return None
+    match part:
+        case ImagePart():
+            size = f"{part.width}x{part.height}" if part.width and part.height else None
+            media = None if part.media_type is None else _field(part.media_type)
+            words = ["image", size, media, _source(part.url, part.file_id, part.data)]
+        case DocumentPart():
+            name = None if part.name is None else _field(part.name)
+            media = None if part.media_type is None else _field(part.media_type)
+            text = None if part.text is None else f"{len(part.text)} characters"
+            words = ["document", name, media, text, _source(part.url, part.file_id, part.data)]
+        case AudioPart():
+            fmt = None if part.format is None else _field(part.format)
+            data = None if part.data is None else _size(part.data)
+            words = ["audio", fmt, data, None if part.id is None else f"id {_field(part.id)}"]
+        case OpaquePart():
+            block_type = part.block.get("type")
+            shown = _field(block_type) if isinstance(block_type, str) else "block"
+            words = [_field(part.provider), shown]
+        case RefusalPart():
+            return f"[refusal] {part.text}"
+        case TextPart() | ThinkingPart() | RedactedThinkingPart():
+            return None
+        case _:
+            assert_never(part)
     return "[" + " ".join(word for word in words if word) + "]"
 
 

@@ -42,6 +42,7 @@ from .parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 
@@ -233,34 +234,29 @@ class TiktokenCounter:
         """The tokens of every part but text (text is counted as the text view)."""
         total = 0
         for part in parts:
-            kind = type(part)
-            if kind is TextPart:
-                continue
-            if kind is ImagePart:
-                assert isinstance(part, ImagePart)
-                total += image_tokens(
-                    part.width, part.height, part.detail, self.images, self.image_tokens
-                )
-            elif kind is ThinkingPart:
-                assert isinstance(part, ThinkingPart)
-                total += size(part.text) + size(part.signature or "")
-            elif kind is RedactedThinkingPart:
-                assert isinstance(part, RedactedThinkingPart)
-                total += size(part.data)
-            elif kind is RefusalPart:
-                assert isinstance(part, RefusalPart)
-                total += size(part.text)
-            elif kind is OpaquePart:
-                assert isinstance(part, OpaquePart)
-                total += size(json.dumps(thaw_json(part.block), ensure_ascii=False))
-            elif kind is DocumentPart:
-                assert isinstance(part, DocumentPart)
-                for text in (part.text, part.name, part.url, part.file_id):
-                    total += size(text or "")
-                total += _data_tokens(part.data)
-            elif kind is AudioPart:
-                assert isinstance(part, AudioPart)
-                total += size(part.id or "") + _data_tokens(part.data)
+            match part:
+                case TextPart():
+                    continue
+                case ImagePart():
+                    total += image_tokens(
+                        part.width, part.height, part.detail, self.images, self.image_tokens
+                    )
+                case ThinkingPart():
+                    total += size(part.text) + size(part.signature or "")
+                case RedactedThinkingPart():
+                    total += size(part.data)
+                case RefusalPart():
+                    total += size(part.text)
+                case OpaquePart():
+                    total += size(json.dumps(thaw_json(part.block), ensure_ascii=False))
+                case DocumentPart():
+                    for text in (part.text, part.name, part.url, part.file_id):
+                        total += size(text or "")
+                    total += _data_tokens(part.data)
+                case AudioPart():
+                    total += size(part.id or "") + _data_tokens(part.data)
+                case _:
+                    assert_never(part)
         return total
 
     def bound(self, component: Component) -> int:

@@ -29,6 +29,7 @@ from .._core.parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 from .notes import carried_keys, note, report_losses, writable
@@ -152,56 +153,54 @@ def _document(part: DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | Non
     return _with_source("document", source, extra, part.name)
 
 
-_KIND: Final = (
-    (TextPart, "text"),
-    (ThinkingPart, "thinking"),
-    (RedactedThinkingPart, "redacted_thinking"),
-    (ImagePart, "image"),
-    (DocumentPart, "document"),
-)
+#: The parts written as a block of their own, whose keys ``KEYS[cls.kind]`` lists.
+_BLOCKS: Final = (TextPart, ThinkingPart, RedactedThinkingPart, ImagePart, DocumentPart)
 
 
 def _carried(part: Part, where: str, lost: list[str]) -> dict[str, Any]:
     """The keys of ``part``'s ``extra`` its block defines (the others reported)."""
-    for cls, kind in _KIND:
+    for cls in _BLOCKS:
         if isinstance(part, cls):
-            return carried_keys(part.extra, where, lost, allowed=KEYS[kind])
+            return carried_keys(part.extra, where, lost, allowed=KEYS[cls.kind])
     return {}  # not written as a block of its own
 
 
 def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
     """Return the block for ``part``, or ``None`` (and a line in ``lost``) when it has none."""
     extra = _carried(part, where, lost)
-    if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text, **extra}
-    if isinstance(part, ThinkingPart):
-        if part.signature is None and part.provider != "anthropic":
-            lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
+    match part:
+        case TextPart():
+            return {"type": "text", "text": part.text, **extra}
+        case ThinkingPart():
+            if part.signature is None and part.provider != "anthropic":
+                lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
+                return None
+            block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+            if part.signature is not None:
+                block["signature"] = part.signature
+            return {**block, **extra}
+        case RedactedThinkingPart():
+            return {"type": "redacted_thinking", "data": part.data, **extra}
+        case ImagePart():
+            return _image(part, extra)
+        case DocumentPart():
+            document = _document(part, extra)
+            if document is None:
+                lost.append(f"{where}: a document with no data, text, url or file id")
+            return document
+        case OpaquePart():
+            if part.provider == "anthropic":
+                return thaw_json(part.block)  # type: ignore[no-any-return]
+            lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
             return None
-        block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
-        if part.signature is not None:
-            block["signature"] = part.signature
-        return {**block, **extra}
-    if isinstance(part, RedactedThinkingPart):
-        return {"type": "redacted_thinking", "data": part.data, **extra}
-    if isinstance(part, ImagePart):
-        return _image(part, extra)
-    if isinstance(part, DocumentPart):
-        document = _document(part, extra)
-        if document is None:
-            lost.append(f"{where}: a document with no data, text, url or file id")
-        return document
-    if isinstance(part, OpaquePart):
-        if part.provider == "anthropic":
-            return thaw_json(part.block)  # type: ignore[no-any-return]
-        lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
-        return None
-    if isinstance(part, RefusalPart):
-        lost.append(f"{where}: a refusal (no Messages API block holds one)")
-        return None
-    assert isinstance(part, AudioPart)
-    lost.append(f"{where}: an audio part (the Messages API takes no audio)")
-    return None
+        case RefusalPart():
+            lost.append(f"{where}: a refusal (no Messages API block holds one)")
+            return None
+        case AudioPart():
+            lost.append(f"{where}: an audio part (the Messages API takes no audio)")
+            return None
+        case _:
+            assert_never(part)
 
 
 def _tool_use(call: ToolCall, ids: list[str], where: str) -> dict[str, Any]:

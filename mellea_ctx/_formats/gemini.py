@@ -58,6 +58,7 @@ from .._core.parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 from .._core.reprs import short_repr
@@ -445,9 +446,8 @@ class _Writer:
             case RedactedThinkingPart():
                 self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
                 return None
-            case _:  # pragma: no cover - every part class is matched above
-                self.lost.append(f"{self.where}: a {type(part).__name__}")
-                return None
+            case _:
+                assert_never(part)
 
     def parts(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
         return [block for block in map(self.part, parts) if block is not None]

@@ -29,6 +29,7 @@ from .._core.parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 from .notes import carried_keys, note, report_losses, writable
@@ -125,35 +126,39 @@ def part_dict(part: Part, where: str, lost: list[str], keys: _Keys) -> dict[str,
         lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
         return None
     extra = keys.carried(part.extra, "part", where, lost)
-    if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text, **extra}
-    if isinstance(part, RefusalPart):
-        return {"type": "refusal", "refusal": part.text, **extra}
-    if isinstance(part, ImagePart):
-        url = part.url if part.url is not None else part.data_uri
-        if url is None:
-            lost.append(f"{where}: an image given only by file id {part.file_id!r}")
+    match part:
+        case TextPart():
+            return {"type": "text", "text": part.text, **extra}
+        case RefusalPart():
+            return {"type": "refusal", "refusal": part.text, **extra}
+        case ImagePart():
+            url = part.url if part.url is not None else part.data_uri
+            if url is None:
+                lost.append(f"{where}: an image given only by file id {part.file_id!r}")
+                return None
+            inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
+            return {"type": "image_url", "image_url": inner, **extra}
+        case AudioPart():
+            if part.data is None:
+                lost.append(f"{where}: an audio part given only by id {part.id!r}")
+                return None
+            fields = {"data": part.data, "format": part.format}
+            inner = keys.inner(extra, "input_audio", fields, where, lost)
+            return {"type": "input_audio", "input_audio": inner, **extra}
+        case DocumentPart():
+            block = _file(part, extra, keys, where, lost)
+            if block is None:
+                lost.append(
+                    f"{where}: a document with no data or file id (Chat Completions has no "
+                    "text or URL documents)"
+                )
+            return block
+        case ThinkingPart() | RedactedThinkingPart():
+            kind = "redacted thinking" if isinstance(part, RedactedThinkingPart) else "thinking"
+            lost.append(f"{where}: a {kind} part from {part.provider!r}")
             return None
-        inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
-        return {"type": "image_url", "image_url": inner, **extra}
-    if isinstance(part, AudioPart):
-        if part.data is None:
-            lost.append(f"{where}: an audio part given only by id {part.id!r}")
-            return None
-        fields = {"data": part.data, "format": part.format}
-        inner = keys.inner(extra, "input_audio", fields, where, lost)
-        return {"type": "input_audio", "input_audio": inner, **extra}
-    if isinstance(part, DocumentPart):
-        block = _file(part, extra, keys, where, lost)
-        if block is None:
-            lost.append(
-                f"{where}: a document with no data or file id (Chat Completions has no "
-                "text or URL documents)"
-            )
-        return block
-    kind = "redacted thinking" if isinstance(part, RedactedThinkingPart) else "thinking"
-    lost.append(f"{where}: a {kind} part from {getattr(part, 'provider', None)!r}")
-    return None
+        case _:
+            assert_never(part)
 
 
 #: The content part types each role takes, where not every type (the SDK's

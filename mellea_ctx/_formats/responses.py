@@ -54,6 +54,7 @@ from .._core.parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 from .._core.reprs import short_repr
@@ -484,9 +485,8 @@ class _Writer:
             case AudioPart():
                 self.lost.append(f"{self.where}: an audio part (Responses input takes none)")
                 return None
-            case _:  # pragma: no cover - every part class is matched above
-                self.lost.append(f"{self.where}: a {type(part).__name__}")
-                return None
+            case _:
+                assert_never(part)
 
     def content(self, parts: Sequence[Part], role: str, structured: bool) -> str | list[Any]:
         if (

@@ -67,6 +67,8 @@ from mellea_ctx import (
 from mellea_ctx import ContextOverflowError as WindowOverflow
 from mellea_ctx import ToolMessage as ToolResult
 from mellea_ctx._core.parts import (
+    AudioPart,
+    DocumentPart,
     ImagePart,
     OpaquePart,
     Part,
@@ -74,6 +76,7 @@ from mellea_ctx._core.parts import (
     RefusalPart,
     TextPart,
     ThinkingPart,
+    assert_never,
     thaw_json,
 )
 from mellea_ctx._core.tools import Tool
@@ -136,27 +139,33 @@ def _block_part(block: object) -> Part:
 
 def _block_of(part: Part) -> object:
     extra = thaw_json(part.extra) if hasattr(part, "extra") else {}
-    if isinstance(part, TextPart):
-        if extra.get("langchain_str") is True and len(extra) == 1:
-            return part.text
-        return {"type": "text", "text": part.text, **extra}
-    if isinstance(part, ThinkingPart):
-        if part.provider == "langchain":
-            return {"type": "reasoning", "reasoning": part.text, **extra}
-        block = {"type": "thinking", "thinking": part.text}
-        if part.signature is not None:
-            block["signature"] = part.signature
-        return {**block, **extra}
-    if isinstance(part, OpaquePart):
-        block = thaw_json(part.block)
-        return block["value"] if part.provider == "langchain" and set(block) == {"value"} else block
-    if isinstance(part, RedactedThinkingPart):
-        return {"type": "redacted_thinking", "data": part.data, **extra}
-    if isinstance(part, ImagePart):
-        return to_openai([Message("user", [part])])[0]["content"][0]
-    if isinstance(part, RefusalPart):
-        return {"type": "refusal", "refusal": part.text, **extra}
-    return {"type": "text", "text": ""}  # documents and audio have no LangChain block here
+    match part:
+        case TextPart():
+            if extra.get("langchain_str") is True and len(extra) == 1:
+                return part.text
+            return {"type": "text", "text": part.text, **extra}
+        case ThinkingPart():
+            if part.provider == "langchain":
+                return {"type": "reasoning", "reasoning": part.text, **extra}
+            block = {"type": "thinking", "thinking": part.text}
+            if part.signature is not None:
+                block["signature"] = part.signature
+            return {**block, **extra}
+        case OpaquePart():
+            block = thaw_json(part.block)
+            if part.provider == "langchain" and set(block) == {"value"}:
+                return block["value"]
+            return block
+        case RedactedThinkingPart():
+            return {"type": "redacted_thinking", "data": part.data, **extra}
+        case ImagePart():
+            return to_openai([Message("user", [part])])[0]["content"][0]
+        case RefusalPart():
+            return {"type": "refusal", "refusal": part.text, **extra}
+        case DocumentPart() | AudioPart():  # no LangChain block here
+            return {"type": "text", "text": ""}
+        case _:
+            assert_never(part)
 
 
 def _content(message: BaseMessage) -> tuple[Any, bool]:
