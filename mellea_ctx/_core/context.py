@@ -594,17 +594,18 @@ class ChatContext(Node):
 
     @property
     def token_bound(self) -> int:
-        """A cheap upper bound of :attr:`token_count`: never under it, and equal once that is known.
+        """A cheap upper bound of :attr:`token_count`: never under it.
 
         For a trigger that only needs "under the threshold or not": while the
         bound is at or under it, so is the exact total, and nothing was
         encoded to know it. With a counter that has a ``bound(component)``
         method (:class:`~mellea_ctx.TiktokenCounter` has one: UTF-8 bytes
         plus its framing, as a token never spans less than a byte) the bound
-        is carried from node to node in O(1) per add, like the total; with one
-        that has none (or inherits a ``bound`` written for a parent's
-        ``count``), it is the exact total. Read the exact total when the bound
-        is over.
+        is carried from node to node in O(1) per add, like the total, and
+        starts from the exact total of the nearest earlier context that knows
+        it (right after a compaction, this one). With a counter that has no
+        ``bound`` (or inherits one written for a parent's ``count``), it is
+        the exact total. Read :attr:`token_count` when the bound is over.
 
         Examples:
             >>> from mellea_ctx import ChatContext, Message
