@@ -113,7 +113,13 @@ def inline_backoff(adds: int) -> int:
     """``adds`` while ``ChatContext.add`` runs the compactor, else 0 (your own call never waits).
 
     A model-calling compactor passes its ``backoff_adds`` through this, so the
-    same ``compact`` serves an add and a call of your own.
+    same ``compact`` serves an add and a call of your own: on a failure it
+    returns ``ctx.with_backoff(inline_backoff(self.backoff_adds))``.
+
+    Examples:
+        >>> from mellea_ctx import inline_backoff
+        >>> inline_backoff(8)  # outside ChatContext.add: a call of your own never waits
+        0
     """
     return adds if _riding_inline.get() else 0
 
