@@ -252,7 +252,7 @@ class ThresholdCompactor(InlineCompactor):
         if self.planner is not None:
             return self._planned(ctx, int(threshold))
         # Under the threshold by a cheap upper bound: under it exactly, with no encode.
-        if ctx.token_bound <= threshold:
+        if ctx.token_bound() <= threshold:
             return False
         return ctx.token_count > threshold
 

@@ -30,7 +30,7 @@ from .exceptions import (
     InvalidComponentError,
     NotInlineCompactorError,
 )
-from .nodes import Lazy, Node, inherit_attributes, lazy_lock
+from .nodes import Lazy, Node, bound_is_proven, inherit_attributes, lazy_lock
 from .pins import PinPredicate, is_prefix_stable, pin_react_initiator, pin_system
 from .protocols import INLINE_CUTS, InlineCompactor, compact_inline
 from .reprs import short_repr
@@ -592,7 +592,6 @@ class ChatContext(Node):
         """
         return self._hold
 
-    @property
     def token_bound(self) -> int:
         """A cheap upper bound of :attr:`token_count`: never under it.
 
@@ -610,10 +609,33 @@ class ChatContext(Node):
         Examples:
             >>> from mellea_ctx import ChatContext, Message
             >>> ctx = ChatContext().add(Message("user", "Hello there"))
-            >>> ctx.token_bound >= ctx.token_count
+            >>> ctx.token_bound() >= ctx.token_count
             True
         """
-        return self._token_bound()
+        bound = self._bound
+        if bound is not None:
+            return bound
+        counter = self._counter
+        measure = getattr(counter, "bound", None) if bound_is_proven(type(counter)) else None
+        if measure is None:
+            tokens = self._tokens
+            return tokens if tokens is not None else self._token_total()
+        pending: list[Node] = []
+        node: Node = self
+        while node._bound is None and node._tokens is None and node._linked:
+            pending.append(node)
+            previous = node._previous
+            assert isinstance(previous, Node)
+            node = previous
+        total = node._bound if node._bound is not None else node._tokens
+        if total is None:
+            total = sum(measure(component) for component in node)
+            node._bound = total
+        for later in reversed(pending):
+            assert later._data is not None
+            total += measure(later._data)
+            later._bound = total
+        return total
 
     @property
     def has_detached_results(self) -> bool:

@@ -304,45 +304,6 @@ class Node(Sequence[Component]):
             later._tokens = total
         return total
 
-    def _token_bound(self) -> int:
-        """Return a cheap upper bound of ``token_count`` (exactly it, once that is known).
-
-        The counter's ``bound`` is used only when it is defined at the same
-        class as its ``count`` or below it: a subclass that overrides
-        ``count`` and inherits ``bound`` (made for the parent's count) is
-        counted exactly instead.
-
-        A counter with a ``bound(component)`` method (``TiktokenCounter`` has
-        one: a token never spans less than one byte) gives a bound without
-        encoding anything; the bound is carried forward in O(1) per add, like
-        the total. A threshold gate that sees the bound under its threshold
-        knows the exact total is too, and encodes nothing.
-        """
-        bound = self._bound
-        if bound is not None:
-            return bound
-        counter = self._counter
-        measure = getattr(counter, "bound", None) if _bound_is_proven(type(counter)) else None
-        if measure is None:
-            tokens = self._tokens
-            return tokens if tokens is not None else self._token_total()
-        pending: list[Node] = []
-        node: Node = self
-        while node._bound is None and node._tokens is None and node._linked:
-            pending.append(node)
-            previous = node._previous
-            assert isinstance(previous, Node)
-            node = previous
-        total = node._bound if node._bound is not None else node._tokens
-        if total is None:
-            total = sum(measure(component) for component in node)
-            node._bound = total
-        for later in reversed(pending):
-            assert later._data is not None
-            total += measure(later._data)
-            later._bound = total
-        return total
-
     def __len__(self) -> int:
         return len(self._head) + self._end - self._start
 
@@ -410,7 +371,7 @@ _STATE_SLOTS: Final = tuple(slot for slot in Node.__slots__ if slot != "__weakre
 _PROVEN: dict[type, bool] = {}
 
 
-def _bound_is_proven(cls: type) -> bool:
+def bound_is_proven(cls: type) -> bool:
     """Whether ``cls.bound`` was written for ``cls.count``: defined with it or below it."""
     proven = _PROVEN.get(cls)
     if proven is None:

@@ -63,7 +63,7 @@ def check_api() -> None:
     assert_type(grown.with_history(grown.as_list()[1:]), ChatContext)
     assert_type(grown.new_instance(), ChatContext)
     assert_type(grown.replace_span(0, 1, [Message("user", "summary")]), ChatContext)
-    assert_type(grown.token_bound, int)
+    assert_type(grown.token_bound(), int)
     assert_type(grown.has_detached_results, bool)
     assert_type(grown.with_backoff(4), ChatContext)
     assert_type(grown.with_compactor(window), ChatContext)
