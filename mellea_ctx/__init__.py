@@ -103,6 +103,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
         InlineCompactor,
         acompact_with,
         compact_with,
+        inline_backoff,
     )
     from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
     from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
@@ -282,6 +283,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "InlineCompactor",
         "acompact_with",
         "compact_with",
+        "inline_backoff",
     ),
     "._core.tokens": (
         "REPLY_PRIMING_TOKENS",
@@ -491,6 +493,7 @@ __all__ = [
     "from_gemini",
     "from_openai",
     "from_responses",
+    "inline_backoff",
     "load_anthropic",
     "load_conversation",
     "missing_facts",

@@ -159,7 +159,7 @@ class _Sliding(InlineCompactor):
         while k < len(items) - 1 and (dropped < over or not is_safe_cut(items, k, None)):
             dropped += ctx.counter.count(items[k])
             k += 1
-        return ctx if k <= p else ctx._replace(p, k)
+        return ctx if k <= p else ctx.replace_span(p, k)
 
 
 def _policies(

@@ -52,4 +52,4 @@ def backed_off(result: ChatContext, ctx: ChatContext, adds: int) -> ChatContext:
 
     ``adds == 0`` (a ``compact`` call of your own) returns ``result`` as it is.
     """
-    return ctx._backing_off(adds) if result is ctx else result
+    return ctx.with_backoff(adds) if result is ctx else result

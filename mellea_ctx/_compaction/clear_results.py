@@ -228,7 +228,7 @@ def apply_clearing(
             _record(strategy, on_record, ctx, ctx, "skipped", _not_worth(saved, min_tokens))
         return ctx
     lo, hi = min(swaps), max(swaps) + 1
-    result = ctx._replace(lo, hi, [swaps.get(i, items[i]) for i in range(lo, hi)])
+    result = ctx.replace_span(lo, hi, [swaps.get(i, items[i]) for i in range(lo, hi)])
     _record(strategy, on_record, ctx, result, "applied", "", removed=len(swaps))
     return result
 

@@ -343,7 +343,7 @@ class Engine:
                 details_dropped=dropped,
             )
             return ctx
-        result = ctx._replace(p, k, (checkpoint,))
+        result = ctx.replace_span(p, k, (checkpoint,))
         tokens_after = result.token_count
         self.record(
             ctx,

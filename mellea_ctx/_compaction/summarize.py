@@ -156,7 +156,7 @@ class LLMSummarizeCompactor:
         # A table once, rather than a trailing-loop scan per candidate cut, when a
         # thinking loop is running (see boundaries.thinking_loop_start).
         loop = thinking_loop_start(ctx)
-        table = safe_cut_table(ctx) if ctx._loose or loop is not None else None
+        table = safe_cut_table(ctx) if ctx.has_detached_results or loop is not None else None
         p = prefix_end(ctx, self.settings.pin_predicate, table)
         n = len(ctx)
         if n - p <= self.keep_n:

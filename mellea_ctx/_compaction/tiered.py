@@ -223,7 +223,7 @@ class TieredCompactor(InlineCompactor):
                 + f" the target of {self.target_tokens}"
             )
         if ctx.compactor is not None and result.compactor is not ctx.compactor:
-            result = result._with(compactor=ctx.compactor)
+            result = result.with_compactor(ctx.compactor)
         emit_record(
             CompactionRecord(
                 strategy="TieredCompactor",

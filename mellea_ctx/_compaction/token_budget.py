@@ -188,7 +188,7 @@ class TokenBudgetCompactor(InlineCompactor):
         # A table once, rather than a trailing-loop scan per candidate cut, when a
         # thinking loop is running (see boundaries.thinking_loop_start).
         loop = thinking_loop_start(items)
-        table = safe_cut_table(items) if ctx._loose or loop is not None else None
+        table = safe_cut_table(items) if ctx.has_detached_results or loop is not None else None
         p = prefix_end(items, self.settings.pin_predicate, table)
         n = len(items)
 

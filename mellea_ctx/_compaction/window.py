@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._core.boundaries import pin_end, prefix_end, thinking_loop_start, window_cut
-from .._core.context import _WINDOW_CUTS
 from .._core.exceptions import InvalidArgumentError
-from .._core.pins import PinPredicate, is_prefix_stable, pin_system
+from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import (
     Compactor,
     InlineCompactor,
@@ -32,7 +30,6 @@ from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
-    from .._core.components import Component
     from .._core.context import ChatContext
     from .._core.protocols import Backend
     from .planner import CompactionPlanner
@@ -110,73 +107,17 @@ class WindowCompactor(InlineCompactor):
         Returns ``ctx`` itself when the body already fits. ``backend``, ``force`` and
         ``instructions`` are unused.
         """
-        cut = self._cut(ctx)
-        return ctx if cut is None else ctx._replace(*cut)
+        cut = self.inline_cut(ctx)
+        return ctx if cut is None else ctx.replace_span(*cut)
 
-    def _cut(self, ctx: ChatContext) -> tuple[int, int] | None:
-        """Return ``(p, k)``: drop ``ctx[p:k]``; ``None`` when nothing is dropped.
+    def inline_cut(self, ctx: ChatContext) -> tuple[int, int] | None:
+        """Return ``(p, k)``: :meth:`compact` drops ``ctx[p:k]``; ``None`` when it drops nothing.
 
-        Exactly :func:`window_cut`'s answer (``None`` for its ``k <= p``), on
-        the per-add path without a call per component. ``ChatContext.add``
-        calls it directly for a ``WindowCompactor`` and drops ``ctx[p:k]`` in
-        place on the node it has just built, which nobody else has seen.
+        The inline-cut hook of :class:`~mellea_ctx.InlineCompactor`:
+        ``ChatContext.add`` drops the span in place on the node it has just
+        built. :meth:`~mellea_ctx.ChatContext.window_span` computes it.
         """
-        size = self.size
-        head, buf, start, end = ctx._head, ctx._buf, ctx._start, ctx._end
-        n = len(head) + end - start
-        if n <= size:
-            return None
-        if ctx._loose or size == 0:
-            p, k = window_cut(ctx, size, self.pin_predicate, loose=ctx._loose)
-        else:
-            # The per-add path of an inline window, kept free of calls: in a
-            # contiguous history a cut before ``k`` is unsafe exactly when the
-            # component at ``k`` is a tool result (see _boundaries.py).
-            pin = self.pin_predicate
-            p = n
-            if is_prefix_stable(pin):
-                # Its answer on the first few components holds for the whole
-                # history as long as it stops short of their end.
-                front = [*head, *buf[start : start + 2]]
-                p = _front_end(front, pin)
-                if p >= len(front):
-                    p = n
-            if p == n:
-                p = prefix_end(ctx, pin)
-            k = n - size
-            hl = len(head)
-            while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
-                k -= 1
-            last = buf[end - 1] if end > start else head[-1]
-            # A continuing thinking loop is kept from its first step; a loop
-            # continues only while the history ends in a tool call or result.
-            if k > p and (last.tool_calls or last.tool_call_id is not None):
-                loop = thinking_loop_start(ctx)
-                if loop is not None and k > loop:
-                    k = loop
-        if k <= p:
-            return None
-        return p, k
-
-
-_WINDOW_CUTS[WindowCompactor] = WindowCompactor._cut
-
-
-def _front_end(front: list[Component], pin: PinPredicate) -> int:
-    """``prefix_end(front, pin)``, without its calls when ``front`` ends in no tool step.
-
-    ``front`` is a stable pin's first few components. Unless it ends in a tool
-    call or result, no thinking loop runs in it, so a cut before ``front[end]``
-    is unsafe exactly when that is a tool result (``boundaries._safe``).
-    """
-    last = front[-1]
-    if last.tool_calls or last.tool_call_id is not None:
-        return prefix_end(front, pin)
-    end = pin_end(front, pin)
-    n = len(front)
-    while end < n and front[end].tool_call_id is not None:
-        end += 1
-    return end
+        return ctx.window_span(self.size, self.pin_predicate)
 
 
 Measure = Literal["tokens", "usage"]
@@ -311,7 +252,7 @@ class ThresholdCompactor(InlineCompactor):
         if self.planner is not None:
             return self._planned(ctx, int(threshold))
         # Under the threshold by a cheap upper bound: under it exactly, with no encode.
-        if ctx._token_bound() <= threshold:
+        if ctx.token_bound() <= threshold:
             return False
         return ctx.token_count > threshold
 
@@ -336,7 +277,7 @@ class ThresholdCompactor(InlineCompactor):
         force = force or self.planner is not None  # the planner is the gate: inner runs
         result = compact_with(inner, ctx, backend=backend, force=force, instructions=instructions)
         if result is not ctx and not result.compaction_backoff and self.due(result):
-            return result._backing_off(inline_backoff(_adds_of(inner)))
+            return result.with_backoff(inline_backoff(_adds_of(inner)))
         return result
 
     async def acompact(

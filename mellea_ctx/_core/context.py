@@ -12,10 +12,17 @@ the storage in ``nodes.py``; this module is the public API on top of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from collections.abc import Iterable
+from typing import Any, ClassVar, Final, TypeVar
 
-from .boundaries import is_tool_result, turn_start, window_cut
+from .boundaries import (
+    is_tool_result,
+    pin_end,
+    prefix_end,
+    thinking_loop_start,
+    turn_start,
+    window_cut,
+)
 from .components import Component, ModelOutputThunk
 from .exceptions import (
     CompactionError,
@@ -23,13 +30,11 @@ from .exceptions import (
     InvalidComponentError,
     NotInlineCompactorError,
 )
-from .nodes import Lazy, Node, inherit_attributes, lazy_lock
-from .pins import pin_react_initiator
+from .nodes import Lazy, Node, bound_is_proven, inherit_attributes, lazy_lock
+from .pins import PinPredicate, is_prefix_stable, pin_react_initiator, pin_system
+from .protocols import INLINE_CUTS, InlineCompactor, compact_inline
 from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
-
-if TYPE_CHECKING:
-    from .protocols import InlineCompactor
 
 __all__ = ["ChatContext"]
 
@@ -37,12 +42,6 @@ __all__ = ["ChatContext"]
 # A failure backoff doubles with each consecutive failed inline compaction, this many times.
 _BACKOFF_DOUBLINGS = 4
 _C = TypeVar("_C", bound="ChatContext")
-
-#: Compactor classes whose inline run is a pure cut, ``(p, k)`` or ``None``:
-#: ``ChatContext.add`` drops ``[p:k]`` in place on the node it has just built
-#: instead of building a second node. ``window.py`` registers ``WindowCompactor``
-#: (exactly that class: a subclass may override ``compact``).
-_WINDOW_CUTS: dict[type, Callable[[Any, ChatContext], tuple[int, int] | None]] = {}
 
 
 class ChatContext(Node):
@@ -97,21 +96,7 @@ class ChatContext(Node):
         window_size: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        from .protocols import InlineCompactor
-
-        if compactor is not None and window_size is not None:
-            msg = (
-                f"ChatContext: compactor={compactor!r} and window_size={window_size!r} "
-                "cannot be combined; use compactor=WindowCompactor(size=...) alone"
-            )
-            raise InvalidArgumentError(msg)
-        if compactor is not None and not isinstance(compactor, InlineCompactor):
-            msg = (
-                f"ChatContext: compactor={compactor!r} is not an InlineCompactor, so it may call "
-                "a model on every add; gate it with ThresholdCompactor(inner, threshold=...), "
-                "or call compactor.compact(ctx, backend=...) yourself between turns"
-            )
-            raise NotInlineCompactorError(msg)
+        _check_compactor("ChatContext", compactor, window_size)
         if window_size is not None and (
             not isinstance(window_size, int) or isinstance(window_size, bool) or window_size < 0
         ):
@@ -224,11 +209,14 @@ class ChatContext(Node):
         compactor = self._compactor
         if compactor is None or self._hold:
             return node  # no compactor, or backing off after a failed compaction
-        cut = _WINDOW_CUTS.get(compactor.__class__)
-        if cut is not None and cls._builds_fresh:  # a window: one node per add, not two
+        cut = INLINE_CUTS.get(compactor.__class__)
+        if cut is not None and cls._builds_fresh:  # a pure cut: one node per add, not two
             span = cut(compactor, node)
-            return node if span is None else node._replace_fresh(*span)
-        result = compactor._compact_on_add(node)
+            if span is None:
+                return node
+            lo, hi = span
+            return node._replace_fresh(lo, hi)
+        result = compact_inline(compactor, node)
         if not isinstance(result, ChatContext):
             msg = (
                 f"ChatContext.add: compactor={compactor!r} returned {short_repr(result)} "
@@ -295,27 +283,185 @@ class ChatContext(Node):
         """
         return cls()
 
-    def _with(self, *, compactor: InlineCompactor | None) -> ChatContext:
+    def with_compactor(self: _C, compactor: InlineCompactor | None) -> _C:
+        """Return a copy of this context that carries ``compactor`` (``None``: none).
+
+        The history, counter, token total and everything else are the same;
+        only the compactor later adds run changes (it is not run now). What a
+        compactor that runs others (tiers, a gate) uses to hand back a result
+        carrying the compactor its input carried. ``self`` is not modified.
+
+        Raises:
+            InvalidArgumentError: When this context has a ``window_size`` and
+                ``compactor`` is not ``None``.
+            NotInlineCompactorError: When ``compactor`` is not an ``InlineCompactor``.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message, WindowCompactor
+            >>> ctx = ChatContext().add(Message("user", "hi"))
+            >>> window = WindowCompactor(size=4)
+            >>> ctx.with_compactor(window).compactor is window, ctx.compactor
+            (True, None)
+        """
+        _check_compactor("ChatContext.with_compactor", compactor, self._window_size)
+        return self._with(compactor=compactor)
+
+    def _with(self: _C, *, compactor: InlineCompactor | None) -> _C:
         """Return a copy of this node that carries ``compactor``."""
         node = self._copy()
         node._previous = self._previous
         node._compactor = compactor
         return node
 
-    def _backing_off(self, adds: int) -> ChatContext:
-        """Return a copy of this node after a failed inline compaction.
+    def replace_span(self: _C, lo: int, hi: int, replacement: Iterable[Component] = ()) -> _C:
+        """Return a context whose history is ``self[:lo] + replacement + self[hi:]``.
 
-        The copy counts one more consecutive failure, and the next ``adds``
-        adds built on it do not run the compactor (``adds * 2**k`` after
-        ``k`` earlier consecutive failures, ``k`` at most 4). ``adds == 0``
-        returns ``self``: try again on the next add.
+        The building block of a compactor: drop a span (``replacement`` empty)
+        or swap it for something smaller (a summary, cleared tool results).
+        The result is what :meth:`with_history` would build from that list,
+        and cheaper: the same type (a subclass's own attributes copied),
+        counter, ``window_size`` and compactor; ``self[:lo]`` kept as the
+        very same objects; the token total carried over (only ``replacement``
+        and the removed span are counted, and only when the total is known);
+        dropping the oldest body components (``lo`` at the end of the prefix
+        an earlier compaction kept, ``replacement`` empty) costs O(1). The
+        compactor is not run; the usage reading and any failure backoff are
+        dropped, as after any compaction. A tool result left detached from its
+        call is noticed (:attr:`has_detached_results`). ``self`` is not modified.
+
+        Args:
+            lo: Start of the span, ``0 <= lo <= hi``.
+            hi: End of the span (exclusive), ``hi <= len(self)``.
+            replacement: Components to put in its place, oldest first.
+
+        Returns:
+            A new context (even when the span is empty and nothing replaces it).
+
+        Raises:
+            InvalidArgumentError: When ``[lo:hi]`` is not a span of this context.
+            InvalidComponentError: When an item of ``replacement`` is not a ``Component``.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ctx = ChatContext()
+            >>> for text in ["a", "b", "c", "d"]:
+            ...     ctx = ctx.add(Message("user", text))
+            >>> shorter = ctx.replace_span(1, 3, [Message("user", "b+c")])
+            >>> [c.content for c in shorter], len(ctx)
+            (['a', 'b+c', 'd'], 4)
         """
-        if adds <= 0:
+        items = replacement if isinstance(replacement, tuple | list) else list(replacement)
+        for index, component in enumerate(items):
+            if not isinstance(component, Component):
+                msg = (
+                    f"ChatContext.replace_span: replacement[{index}]={short_repr(component)} "
+                    "is not a Component; wrap text as Message('user', text)"
+                )
+                raise InvalidComponentError(msg)
+        if lo.__class__ is not int or hi.__class__ is not int:
+            msg = (
+                f"ChatContext.replace_span: lo={lo!r} and hi={hi!r} must be ints, "
+                f"0 <= lo <= hi <= {len(self)}"
+            )
+            raise InvalidArgumentError(msg)
+        return self._replace(lo, hi, items)
+
+    def with_backoff(self: _C, adds: int) -> _C:
+        """Return a copy of this context that starts a failure backoff of ``adds`` adds.
+
+        What an inline compactor returns when a compaction that called a model
+        failed (or changed nothing): the copy counts one more consecutive
+        failure, and the next ``adds * 2**k`` adds built on it (``k`` earlier
+        consecutive failures, ``k`` at most 4) do not run the compactor; see
+        :attr:`compaction_backoff`. Pass ``inline_backoff(self.backoff_adds)``
+        (:func:`~mellea_ctx.inline_backoff`), so that a ``compact`` call of the
+        user's own, outside ``add``, never waits. ``self`` is not modified.
+
+        Args:
+            adds: Adds to wait, an int ``>= 0``; ``0`` returns ``self`` (try
+                again on the next add).
+
+        Raises:
+            InvalidArgumentError: When ``adds`` is not an int ``>= 0``.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ctx = ChatContext().add(Message("user", "hi"))
+            >>> ctx.with_backoff(4).compaction_backoff, ctx.with_backoff(0) is ctx
+            (4, True)
+        """
+        if adds.__class__ is not int or adds < 0:
+            msg = (
+                f"ChatContext.with_backoff: adds={adds!r} must be an int >= 0; "
+                "pass 0 to try again on the next add"
+            )
+            raise InvalidArgumentError(msg)
+        if adds == 0:
             return self
         node = self._copy()
         node._hold = adds * 2 ** min(self._failures, _BACKOFF_DOUBLINGS)
         node._failures = self._failures + 1
         return node
+
+    def window_span(
+        self, size: int, pin_predicate: PinPredicate = pin_system
+    ) -> tuple[int, int] | None:
+        """Return ``(p, k)``: the span a window of ``size`` body components drops.
+
+        ``p`` is the end of the prefix ``pin_predicate`` protects; ``self[k:]``
+        is the last ``size`` components after it, widened to the nearest safe
+        cut (a tool exchange, and a continuing thinking loop, is kept whole).
+        ``None`` when nothing would be dropped. What
+        :class:`~mellea_ctx.WindowCompactor` drops (its ``compact`` is
+        ``ctx.replace_span(*span)``), computed without a call per component.
+
+        Args:
+            size: Body components to keep, an int ``>= 0`` (not checked here:
+                a compactor checks its settings once, at construction).
+            pin_predicate: Where the protected prefix ends.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ctx = ChatContext().add(Message("system", "Be brief."))
+            >>> for text in ["a", "b", "c"]:
+            ...     ctx = ctx.add(Message("user", text))
+            >>> ctx.window_span(1)
+            (1, 3)
+        """
+        head, buf, start, end = self._head, self._buf, self._start, self._end
+        n = len(head) + end - start
+        if n <= size:
+            return None
+        if self._loose or size == 0:
+            p, k = window_cut(self, size, pin_predicate, loose=self._loose)
+        else:
+            # The per-add path of an inline window, kept free of calls: in a
+            # contiguous history a cut before ``k`` is unsafe exactly when the
+            # component at ``k`` is a tool result (see boundaries.py).
+            p = n
+            if is_prefix_stable(pin_predicate):
+                # Its answer on the first few components holds for the whole
+                # history as long as it stops short of their end.
+                front = [*head, *buf[start : start + 2]]
+                p = _front_end(front, pin_predicate)
+                if p >= len(front):
+                    p = n
+            if p == n:
+                p = prefix_end(self, pin_predicate)
+            k = n - size
+            hl = len(head)
+            while k > p and (head[k] if k < hl else buf[start + k - hl]).tool_call_id is not None:
+                k -= 1
+            last = buf[end - 1] if end > start else head[-1]
+            # A continuing thinking loop is kept from its first step; a loop
+            # continues only while the history ends in a tool call or result.
+            if k > p and (last.tool_calls or last.tool_call_id is not None):
+                loop = thinking_loop_start(self)
+                if loop is not None and k > loop:
+                    k = loop
+        if k <= p:
+            return None
+        return p, k
 
     # -- reading --------------------------------------------------------------
 
@@ -446,6 +592,73 @@ class ChatContext(Node):
         """
         return self._hold
 
+    def token_bound(self) -> int:
+        """A cheap upper bound of :attr:`token_count`: never under it.
+
+        For a trigger that only needs "under the threshold or not": while the
+        bound is at or under it, so is the exact total, and nothing was
+        encoded to know it. With a counter that has a ``bound(component)``
+        method (:class:`~mellea_ctx.TiktokenCounter` has one: UTF-8 bytes
+        plus its framing, as a token never spans less than a byte) the bound
+        is carried from node to node in O(1) per add, like the total, and
+        starts from the exact total of the nearest earlier context that knows
+        it (right after a compaction, this one). With a counter that has no
+        ``bound`` (or inherits one written for a parent's ``count``), it is
+        the exact total. Read :attr:`token_count` when the bound is over.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message
+            >>> ctx = ChatContext().add(Message("user", "Hello there"))
+            >>> ctx.token_bound() >= ctx.token_count
+            True
+        """
+        bound = self._bound
+        if bound is not None:
+            return bound
+        counter = self._counter
+        measure = getattr(counter, "bound", None) if bound_is_proven(type(counter)) else None
+        if measure is None:
+            tokens = self._tokens
+            return tokens if tokens is not None else self._token_total()
+        pending: list[Node] = []
+        node: Node = self
+        while node._bound is None and node._tokens is None and node._linked:
+            pending.append(node)
+            previous = node._previous
+            assert isinstance(previous, Node)
+            node = previous
+        total = node._bound if node._bound is not None else node._tokens
+        if total is None:
+            total = sum(measure(component) for component in node)
+            node._bound = total
+        for later in reversed(pending):
+            assert later._data is not None
+            total += measure(later._data)
+            later._bound = total
+        return total
+
+    @property
+    def has_detached_results(self) -> bool:
+        """Whether a tool result in the history may stand apart from its call.
+
+        ``False`` guarantees that every tool result directly follows an
+        assistant tool call or another tool result (a contiguous history),
+        so a cut before a component is unsafe exactly when that component is
+        a tool result: a compactor may then skip building a safe-cut table
+        (:func:`window_cut`'s ``loose=False``). ``True`` when a result was
+        added, or a compaction left one, after something that is neither;
+        it is kept through later compactions (a conservative answer), and
+        :meth:`with_history` works it out afresh.
+
+        Examples:
+            >>> from mellea_ctx import ChatContext, Message, ToolMessage
+            >>> ChatContext().add(Message("user", "hi")).has_detached_results
+            False
+            >>> ChatContext().add(ToolMessage("42", tool_call_id="c1")).has_detached_results
+            True
+        """
+        return self._loose
+
     @property
     def last_usage_tokens(self) -> int | None:
         """``total_tokens`` of the newest model usage seen since the last compaction.
@@ -462,6 +675,40 @@ class ChatContext(Node):
             f"<{type(self).__name__} components={len(self)} tokens={tokens} "
             f"compactor={self._compactor!r}>"
         )
+
+
+def _check_compactor(owner: str, compactor: object, window_size: int | None) -> None:
+    """Refuse a compactor that may not ride in a context (with ``window_size``, or not inline)."""
+    if compactor is not None and window_size is not None:
+        msg = (
+            f"{owner}: compactor={compactor!r} and window_size={window_size!r} "
+            "cannot be combined; use compactor=WindowCompactor(size=...) alone"
+        )
+        raise InvalidArgumentError(msg)
+    if compactor is not None and not isinstance(compactor, InlineCompactor):
+        msg = (
+            f"{owner}: compactor={compactor!r} is not an InlineCompactor, so it may call "
+            "a model on every add; gate it with ThresholdCompactor(inner, threshold=...), "
+            "or call compactor.compact(ctx, backend=...) yourself between turns"
+        )
+        raise NotInlineCompactorError(msg)
+
+
+def _front_end(front: list[Component], pin: PinPredicate) -> int:
+    """``prefix_end(front, pin)``, without its calls when ``front`` ends in no tool step.
+
+    ``front`` is a stable pin's first few components. Unless it ends in a tool
+    call or result, no thinking loop runs in it, so a cut before ``front[end]``
+    is unsafe exactly when that is a tool result (``boundaries._safe``).
+    """
+    last = front[-1]
+    if last.tool_calls or last.tool_call_id is not None:
+        return prefix_end(front, pin)
+    end = pin_end(front, pin)
+    n = len(front)
+    while end < n and front[end].tool_call_id is not None:
+        end += 1
+    return end
 
 
 _DEFAULT_COUNTER: Final = default_counter()

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, overload
 from .boundaries import is_tool_result
 from .components import Component
 from .exceptions import InvalidArgumentError, InvalidComponentError
+from .protocols import written_for
 from .reprs import short_repr
 from .tokens import TokenCounter, count_all, count_memoized
 
@@ -120,9 +121,11 @@ class Node(Sequence[Component]):
     def _replace(self: _N, lo: int, hi: int, replacement: Sequence[Component] = ()) -> _N:
         """Return a context with ``items[lo:hi]`` replaced by ``replacement``.
 
-        The building block of every compactor. ``items[:lo]`` stays in place
-        as the new node's head. Dropping the oldest body components with no
-        replacement, when ``lo`` is exactly the current head, is O(1).
+        The storage of ``ChatContext.replace_span``. ``items[:lo]`` stays in
+        place as the new node's head. Dropping the oldest body components with
+        no replacement, when ``lo`` is exactly the current head, is O(1). A
+        tool result the replacement leaves detached from its call is noticed
+        (``has_detached_results``), as ``add`` does.
         """
         head, buf, start, end = self._head, self._buf, self._start, self._end
         n = len(head) + end - start
@@ -134,18 +137,26 @@ class Node(Sequence[Component]):
             if tokens is not None:
                 tokens -= count_all(self._counter, buf[start : start + hi - lo])
             start += hi - lo
+            loose = self._loose or (
+                start < end and detaches(head[-1] if head else None, (buf[start],))
+            )
             if start >= _REPACK_MIN and start > end - start:
                 buf, start, end = buf[start:end], 0, end - start
-            return self._sibling(head, buf, start, end, tokens)
+            node = self._sibling(head, buf, start, end, tokens)
+            node._loose = loose
+            return node
         items = self._items()
         removed = items[lo:hi]
         head = tuple(items[:lo])
         buf = [*replacement, *items[hi:]]
         start, end = 0, len(buf)
+        loose = self._loose or detaches(head[-1] if head else None, buf[: len(replacement) + 1])
         if tokens is not None:
             counter = self._counter
             tokens += count_all(counter, replacement) - count_all(counter, removed)
-        return self._sibling(head, buf, start, end, tokens)
+        node = self._sibling(head, buf, start, end, tokens)
+        node._loose = loose
+        return node
 
     def _replace_fresh(self: _N, lo: int, hi: int) -> _N:
         """Return ``self._replace(lo, hi)``, built in place when that is the O(1) drop.
@@ -157,21 +168,27 @@ class Node(Sequence[Component]):
         saves building a second node on every add of an inline window.
         """
         head = self._head
-        if lo != len(head) or not 0 <= lo <= hi <= len(head) + self._end - self._start:
-            return self._replace(lo, hi)
         buf, start, end = self._buf, self._start, self._end
+        if lo != len(head) or not lo <= hi <= lo + end - start:
+            return self._replace(lo, hi)
         tokens = self._tokens
         if tokens is not None:
             tokens -= count_all(self._counter, buf[start : start + hi - lo])
         start += hi - lo
+        # As _sibling: the previous node is built on first read. ``_data``, the
+        # component from_previous added, stays the last one unless the body empties.
+        if start < end:
+            self._previous = _LAZY
+            if buf[start].tool_call_id is not None and not self._loose:
+                self._loose = detaches(head[-1] if head else None, (buf[start],))
+        else:
+            self._previous = _LAZY if head else None
+            self._data = head[-1] if head else None
         if start >= _REPACK_MIN and start > end - start:
             buf, start, end = buf[start:end], 0, end - start
             self._buf, self._end = buf, end
         self._start = start
-        # As _sibling: the previous node is built on first read, the usage reading
-        # dropped, and any failure streak over.
-        self._previous = _LAZY if len(head) + end - start else None
-        self._data = buf[end - 1] if end > start else (head[-1] if head else None)
+        # The usage reading dropped, and any failure streak over.
         self._linked = False
         self._usage = None
         self._tokens = tokens
@@ -287,45 +304,6 @@ class Node(Sequence[Component]):
             later._tokens = total
         return total
 
-    def _token_bound(self) -> int:
-        """Return a cheap upper bound of ``token_count`` (exactly it, once that is known).
-
-        The counter's ``bound`` is used only when it is defined at the same
-        class as its ``count`` or below it: a subclass that overrides
-        ``count`` and inherits ``bound`` (made for the parent's count) is
-        counted exactly instead.
-
-        A counter with a ``bound(component)`` method (``TiktokenCounter`` has
-        one: a token never spans less than one byte) gives a bound without
-        encoding anything; the bound is carried forward in O(1) per add, like
-        the total. A threshold gate that sees the bound under its threshold
-        knows the exact total is too, and encodes nothing.
-        """
-        bound = self._bound
-        if bound is not None:
-            return bound
-        counter = self._counter
-        measure = getattr(counter, "bound", None) if _bound_is_proven(type(counter)) else None
-        if measure is None:
-            tokens = self._tokens
-            return tokens if tokens is not None else self._token_total()
-        pending: list[Node] = []
-        node: Node = self
-        while node._bound is None and node._tokens is None and node._linked:
-            pending.append(node)
-            previous = node._previous
-            assert isinstance(previous, Node)
-            node = previous
-        total = node._bound if node._bound is not None else node._tokens
-        if total is None:
-            total = sum(measure(component) for component in node)
-            node._bound = total
-        for later in reversed(pending):
-            assert later._data is not None
-            total += measure(later._data)
-            later._bound = total
-        return total
-
     def __len__(self) -> int:
         return len(self._head) + self._end - self._start
 
@@ -360,6 +338,22 @@ class Node(Sequence[Component]):
         return self._buf[self._start + index - len(head)]
 
 
+def detaches(before: Component | None, components: Iterable[Component]) -> bool:
+    """Whether a tool result of ``components`` (read after ``before``) stands apart from its call.
+
+    A tool result is attached when the component just before it is a tool
+    call or another tool result; this is the rule ``add`` applies to each
+    new component, and what ``ChatContext.has_detached_results`` reports.
+    """
+    for component in components:
+        if component.tool_call_id is not None and (
+            before is None or not (before.tool_calls or is_tool_result(before))
+        ):
+            return True
+        before = component
+    return False
+
+
 def inherit_attributes(node: Node, source: Node) -> None:
     """Copy the instance attributes a subclass without ``__slots__`` keeps, if any.
 
@@ -377,19 +371,9 @@ _STATE_SLOTS: Final = tuple(slot for slot in Node.__slots__ if slot != "__weakre
 _PROVEN: dict[type, bool] = {}
 
 
-def _owner(cls: type, name: str) -> type | None:
-    return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
-
-
-def _bound_is_proven(cls: type) -> bool:
+def bound_is_proven(cls: type) -> bool:
     """Whether ``cls.bound`` was written for ``cls.count``: defined with it or below it."""
     proven = _PROVEN.get(cls)
     if proven is None:
-        bound_owner, count_owner = _owner(cls, "bound"), _owner(cls, "count")
-        proven = (
-            bound_owner is not None
-            and count_owner is not None
-            and issubclass(bound_owner, count_owner)
-        )
-        _PROVEN[cls] = proven
+        proven = _PROVEN[cls] = written_for(cls, "bound", "count")
     return proven

@@ -113,7 +113,13 @@ def inline_backoff(adds: int) -> int:
     """``adds`` while ``ChatContext.add`` runs the compactor, else 0 (your own call never waits).
 
     A model-calling compactor passes its ``backoff_adds`` through this, so the
-    same ``compact`` serves an add and a call of your own.
+    same ``compact`` serves an add and a call of your own: on a failure it
+    returns ``ctx.with_backoff(inline_backoff(self.backoff_adds))``.
+
+    Examples:
+        >>> from mellea_ctx import inline_backoff
+        >>> inline_backoff(8)  # outside ChatContext.add: a call of your own never waits
+        0
     """
     return adds if _riding_inline.get() else 0
 
@@ -194,6 +200,27 @@ async def acompact_with(
     return result
 
 
+#: Per :class:`InlineCompactor` subclass, its ``inline_cut`` when ``ChatContext.add``
+#: honours it (see :class:`InlineCompactor`); filled as each subclass is created.
+INLINE_CUTS: dict[type, Callable[[Any, ChatContext], tuple[int, int] | None]] = {}
+
+
+def _owner(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s method resolution order that defines ``name``."""
+    return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
+
+
+def written_for(cls: type, name: str, basis: str) -> bool:
+    """Whether ``cls.<name>`` was written for ``cls.<basis>``: defined with it or below it.
+
+    A subclass that overrides ``basis`` and inherits ``name`` (written for
+    the parent's ``basis``) gets ``False``: a counter's ``bound`` for its
+    ``count``, an inline compactor's ``inline_cut`` for its ``compact``.
+    """
+    owner, basis_owner = _owner(cls, name), _owner(cls, basis)
+    return owner is not None and basis_owner is not None and issubclass(owner, basis_owner)
+
+
 class InlineCompactor(abc.ABC):
     """Marker base for compactors that may ride inside ``ChatContext(compactor=...)``.
 
@@ -201,9 +228,28 @@ class InlineCompactor(abc.ABC):
     so an inline compactor must call no model at all, or only rarely (behind a
     threshold). Opt in by inheriting; satisfying :class:`Compactor` is not
     enough.
+
+    **The inline cut (optional).** A compactor whose ``compact`` is a pure
+    drop (it returns ``ctx.replace_span(p, k)`` or ``ctx`` itself, and
+    nothing else) may also define ``inline_cut(ctx) -> tuple[int, int] | None``:
+    the ``(p, k)`` its ``compact`` would drop, or ``None`` for "nothing".
+    ``ChatContext.add`` then drops ``[p:k]`` in place on the node it has just
+    built, which no caller has seen, instead of building a second node (the
+    result is the one ``compact`` returns; :class:`~mellea_ctx.WindowCompactor`
+    has one, and an add costs it one node). The hook is honoured only when it
+    is defined in the class that defines ``compact`` or below it: a subclass
+    that overrides ``compact`` and inherits ``inline_cut`` (written for the
+    parent's ``compact``) gets its own ``compact`` run on every add. The cut
+    must be safe (no tool exchange split); a tool result it leaves detached is
+    noticed all the same (``ChatContext.has_detached_results``).
     """
 
     __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if written_for(cls, "inline_cut", "compact"):
+            INLINE_CUTS[cls] = vars(_owner(cls, "inline_cut"))["inline_cut"]
 
     @abc.abstractmethod
     def compact(
@@ -242,16 +288,17 @@ class InlineCompactor(abc.ABC):
         """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""
         return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
 
-    def _compact_on_add(self, ctx: ChatContext) -> ChatContext:
-        """What ``ChatContext.add`` runs after each add: :meth:`compact`, riding inline.
 
-        While it runs, :func:`inline_backoff` gives a model-calling compactor
-        its ``backoff_adds``, so a failed summary starts a failure backoff (see
-        ``ChatContext.compaction_backoff``); a ``compact`` call of your own
-        never does. A subclass's own ``compact`` is what runs.
-        """
-        token = _riding_inline.set(True)
-        try:
-            return self.compact(ctx)
-        finally:
-            _riding_inline.reset(token)
+def compact_inline(compactor: InlineCompactor, ctx: ChatContext) -> ChatContext:
+    """What ``ChatContext.add`` runs after each add: ``compactor.compact(ctx)``, riding inline.
+
+    While it runs, :func:`inline_backoff` gives a model-calling compactor
+    its ``backoff_adds``, so a failed summary starts a failure backoff (see
+    ``ChatContext.compaction_backoff``); a ``compact`` call of your own
+    never does. A subclass's own ``compact`` is what runs.
+    """
+    token = _riding_inline.set(True)
+    try:
+        return compactor.compact(ctx)
+    finally:
+        _riding_inline.reset(token)

@@ -65,6 +65,13 @@ def check_api() -> None:
     assert_type(grown.compactor, InlineCompactor | None)
     assert_type(grown.with_history(grown.as_list()[1:]), ChatContext)
     assert_type(grown.new_instance(), ChatContext)
+    assert_type(grown.replace_span(0, 1, [Message("user", "summary")]), ChatContext)
+    assert_type(grown.token_bound(), int)
+    assert_type(grown.has_detached_results, bool)
+    assert_type(grown.with_backoff(4), ChatContext)
+    assert_type(grown.with_compactor(window), ChatContext)
+    assert_type(grown.window_span(3, pin_system), tuple[int, int] | None)
+    assert_type(window.inline_cut(grown), tuple[int, int] | None)
     assert_type(ChatContext.reset_to_new(), ChatContext)
     assert_type(window.compact(grown), ChatContext)
     compactor: Compactor = window
