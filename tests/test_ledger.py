@@ -364,6 +364,41 @@ class TestRendering:
         assert "37.5 ms" in checkpoint.content and "INV-58213" in checkpoint.content
         assert () == records[-1].details_dropped
 
+    def test_the_names_index_gives_way_before_an_exact_detail(self) -> None:
+        """Over the size asked, the names index goes first, then the exact details.
+
+        A model counts in its own tokens, so its summary can come back a little over
+        the room it was asked for. The exact details gave way first while the names
+        index (which only points at what entries and details state) stayed: the
+        real-model session of tests/llm lost "37.5 ms" this way.
+        """
+        from tests.llm.test_summarize_real import PLANTED, conversation
+
+        prose = (  # what the real model wrote
+            "The user found a rounding error in the `InvoiceRenderer.render` function of the "
+            "`src/billing/invoice_renderer.py` file. The function rounds each line of the "
+            "invoice total before summing them, which caused an overall rounding error of one "
+            "cent. The assistant changed the renderer to sum unrounded values and round once, "
+            "then ran the tests to ensure the fix works as expected."
+        )
+
+        def a_little_over(messages: object, options: dict[str, object]) -> ModelOutputThunk:
+            limit = int(options["max_tokens"])  # type: ignore[call-overload]
+            return ModelOutputThunk(" ".join(prose.split()[: limit * 3 // 4]))
+
+        records: list[CompactionRecord] = []
+        compactor = LLMSummarizeCompactor(
+            default_backend=ScriptedBackend(a_little_over),
+            keep_n=2,
+            model_options={"max_tokens": 220},
+            on_record=records.append,
+        )
+        out = compactor.compact(conversation())
+        visible = "\n".join(c.content for c in out)
+        assert [] == [kind for kind, detail in PLANTED.items() if detail not in visible]
+        assert () == records[-1].details_dropped
+        assert any(e.kind == "name" for e in records[-1].ledger_omitted)
+
 
 class TestShapes:
     def test_a_listing_is_history_and_a_lookup_is_state(self) -> None:

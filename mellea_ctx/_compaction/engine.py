@@ -520,7 +520,9 @@ def _plan(
         block = "Exact details from the summarized messages:\n" + "\n".join(
             f"- {fact.text}" for fact in details
         )
-        reserve = min(count(block) + 1, int(left * _DETAILS_SHARE))
+        # Never out of the summary's least room: a summary too small to hold a sentence
+        # comes back empty, and the compaction fails.
+        reserve = min(count(block) + 1, int(left * _DETAILS_SHARE), max(left - 2 * _MIN_SUMMARY, 0))
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
 
@@ -580,7 +582,14 @@ def _fit(
     def fits(limit: int, details_first: bool) -> None:
         nonlocal checkpoint
         while count_memoized(ctx.counter, checkpoint) > limit:
-            if carried and details_first:
+            # The names index goes before an exact detail: it points at what the details
+            # and entries state (the least salient name first).
+            names = [key for key in shown if key.startswith("name:")]
+            if carried and details_first and names:
+                key = max(names, key=lambda key: priority.get(key, 0))
+                shown.remove(key)
+                omitted.extend(e for e in ledger.entries if e.key == key)
+            elif carried and details_first:
                 del carried[len(carried) * 3 // 4 :]  # the last quarter of the details
             elif shown:
                 # The summary ran long: the least important shown entry goes.
