@@ -375,6 +375,17 @@ VALIDATORS = {"openai": validate_openai, "anthropic": validate_anthropic}
 
 
 class TestRepair:
+    def test_a_result_dropped_before_a_blank_system_message(self) -> None:
+        """A dropped orphan result brings a blank system message to the front: dropped too.
+
+        Anthropic refuses blank text, and a leading system message is the system prompt
+        (hypothesis found it: the content rules had run before the drop).
+        """
+        history = [ToolMessage("late", tool_call_id="call_1"), Message("system", "")]
+        repaired, changes = repair_history(history, provider="anthropic")
+        assert [] == validate_anthropic(repaired)
+        assert [] == repaired and 2 == len(changes)
+
     @given(messy_histories(), providers)
     def test_repaired_history_validates(self, history: list[Any], provider: Any) -> None:
         """Whatever the history, the repaired one is valid, and a change is reported iff needed."""

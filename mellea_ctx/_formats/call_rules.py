@@ -361,17 +361,31 @@ def repair_changes(
     items, origin, content_changes = repair_content(list(components), provider)
     plan = _scan(items, provider)
     out: list[Component] = []
+    whence: list[int] = []  # the input index each output component stands for
+
+    def put(component: Component, index: int) -> None:
+        out.append(component)
+        whence.append(index)
+
     for index, component in enumerate(items):
-        out += plan.insert.get(index, [])
+        for inserted in plan.insert.get(index, []):
+            put(inserted, origin[index])
         if index in plan.drop:
             continue
         if index in plan.replace:
             replacement = plan.replace[index]
             if replacement is not None:
-                out.append(replacement)
+                put(replacement, origin[index])
             continue
-        out.append(component)
-    out += plan.insert.get(-1, [])
+        put(component, origin[index])
+    for inserted in plan.insert.get(-1, []):
+        put(inserted, origin[-1] if origin else 0)
     changes = content_changes + [(origin[index], change) for index, change in plan.changes]
+    # A dropped result can bring a message to the front, where the content rules differ:
+    # a blank system message there is the system prompt, which Anthropic refuses.
+    again, _, more = repair_content(out, provider)
+    if more:
+        changes += [(whence[index], change) for index, change in more]
+        out = again
     changes.sort(key=lambda change: change[0])
     return out, changes
