@@ -30,7 +30,7 @@ from .exceptions import (
     InvalidComponentError,
     NotInlineCompactorError,
 )
-from .nodes import Lazy, Node, bound_is_proven, inherit_attributes, lazy_lock
+from .nodes import Lazy, Node, bound_is_proven, inherit_attributes, lazy_lock, require_components
 from .pins import PinPredicate, is_prefix_stable, pin_react_initiator, pin_system
 from .protocols import INLINE_CUTS, InlineCompactor, compact_inline
 from .reprs import short_repr
@@ -351,13 +351,9 @@ class ChatContext(Node):
             (['a', 'b+c', 'd'], 4)
         """
         items = replacement if isinstance(replacement, tuple | list) else list(replacement)
-        for index, component in enumerate(items):
-            if not isinstance(component, Component):
-                msg = (
-                    f"ChatContext.replace_span: replacement[{index}]={short_repr(component)} "
-                    "is not a Component; wrap text as Message('user', text)"
-                )
-                raise InvalidComponentError(msg)
+        require_components(
+            items, "ChatContext.replace_span: replacement", "wrap text as Message('user', text)"
+        )
         if lo.__class__ is not int or hi.__class__ is not int:
             msg = (
                 f"ChatContext.replace_span: lo={lo!r} and hi={hi!r} must be ints, "

@@ -48,6 +48,18 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 
+def require_components(items: Sequence[object], where: str, fix: str) -> None:
+    """Raise ``InvalidComponentError`` naming the first of ``items`` that is not a Component.
+
+    ``where`` names the sequence (``"ChatContext.replace_span: replacement"``); ``fix``
+    says how to build one.
+    """
+    for index, item in enumerate(items):
+        if not isinstance(item, Component):
+            msg = f"{where}[{index}]={short_repr(item)} is not a Component; {fix}"
+            raise InvalidComponentError(msg)
+
+
 class Lazy:
     """Marks a ``previous_node`` that is built on first read."""
 
@@ -237,13 +249,10 @@ class Node(Sequence[Component]):
         items = list(components)
         loose = False
         before: Component | None = None
-        for index, component in enumerate(items):
-            if not isinstance(component, Component):
-                msg = (
-                    f"ChatContext.with_history: components[{index}]={short_repr(component)} "
-                    "is not a Component; wrap text as Message('user', text)"
-                )
-                raise InvalidComponentError(msg)
+        require_components(
+            items, "ChatContext.with_history: components", "wrap text as Message('user', text)"
+        )
+        for component in items:
             if not loose and component.tool_call_id is not None:
                 loose = before is None or not (before.tool_calls or is_tool_result(before))
             before = component

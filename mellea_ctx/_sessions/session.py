@@ -43,10 +43,10 @@ from .._core.components import Component, Message
 from .._core.context import ChatContext
 from .._core.exceptions import (
     InvalidArgumentError,
-    InvalidComponentError,
     InvalidContextError,
     SessionConflictError,
 )
+from .._core.nodes import require_components
 from .async_store import AsyncSessionStore, as_async_store
 from .lease import SessionLeases, aacquire, acquire, arelease, check_ttl, leases_of
 from .memory import MemoryStore
@@ -521,13 +521,8 @@ def _instructions(system: object) -> tuple[Component, ...]:
         )
         raise InvalidArgumentError(msg)
     items = tuple(system)
+    require_components(items, "Session.context: system", "build it as Message('system', text)")
     for index, item in enumerate(items):
-        if not isinstance(item, Component):
-            msg = (
-                f"Session.context: system[{index}]={item!r} is not a Component; "
-                "build it as Message('system', text)"
-            )
-            raise InvalidComponentError(msg)
         if not _is_instruction(item):
             # Stored dialogue is told from instructions by role alone (replace() and react
             # strip the leading system messages), so anything else here would be stored.
