@@ -639,6 +639,14 @@ class TestLoadConversation:
         path.write_text(json.dumps({"messages": [USER]}, indent=2), encoding="utf-8")
         assert [Message("user", USER["content"])] == load_conversation(path)
 
+    def test_a_message_with_a_messages_key_is_a_message(self, tmp_path: Path) -> None:
+        """One JSONL line with a role is that message, though it carries a ``messages`` list."""
+        path = tmp_path / "one.jsonl"
+        path.write_text(json.dumps({**USER, "messages": []}) + "\n", encoding="utf-8")
+        (message,) = load_conversation(path)
+        assert message.role == "user"
+        assert message.extra == {"messages": []}
+
     def test_empty_jsonl_is_an_empty_conversation(self, tmp_path: Path) -> None:
         """A JSONL file with no lines holds no messages."""
         path = tmp_path / "empty.jsonl"

@@ -133,14 +133,18 @@ def _parse_jsonl(text: str, source: str) -> Transcript:
 
 
 def _request_body(text: str) -> dict[str, Any] | None:
-    """Return the parsed text when it is one JSON object with a ``messages`` list."""
+    """Return the parsed text when it is one JSON object with a ``messages`` list.
+
+    An object with a ``role`` is a message, whatever else it carries: a one-line JSONL file
+    holding a message with an extra ``messages`` key is that message, not an empty body.
+    """
     if not text.lstrip().startswith("{"):
         return None
     try:
         data = json.loads(text)
     except (RecursionError, ValueError):
         return None
-    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+    if isinstance(data, dict) and isinstance(data.get("messages"), list) and "role" not in data:
         return data
     return None
 

@@ -514,6 +514,11 @@ class TestFuzzReaders:
         else:
             path.write_text(json.dumps(messages))
         from_file = outcome(lambda: load_conversation(path), InvalidContextError)
+        # docs/cli.md: a file holding one object with a ``messages`` list and no ``role`` is
+        # a request body, read as its messages (one JSONL line can be one)
+        body = messages[0] if jsonl and len(messages) == 1 else None
+        if isinstance(body, dict) and isinstance(body.get("messages"), list) and "role" not in body:
+            messages = body["messages"]
         in_memory = outcome(lambda: from_openai(messages), InvalidContextError)
         assert _same_outcome(in_memory, from_file)
         if isinstance(from_file, Exception):
