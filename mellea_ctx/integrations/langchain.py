@@ -158,14 +158,35 @@ def _block_of(part: Part) -> object:
             return block
         case RedactedThinkingPart():
             return {"type": "redacted_thinking", "data": part.data, **extra}
+        case ImagePart(url=None, data=None):  # a provider's file: LangChain's image block
+            return _data_block("image", file_id=part.file_id, mime_type=part.media_type)
         case ImagePart():
             return to_openai([Message("user", [part])])[0]["content"][0]
         case RefusalPart():
             return {"type": "refusal", "refusal": part.text, **extra}
-        case DocumentPart() | AudioPart():  # no LangChain block here
-            return {"type": "text", "text": ""}
+        case DocumentPart(text=str() as text):
+            mime = part.media_type or "text/plain"
+            return _data_block("text-plain", text=text, mime_type=mime, title=part.name)
+        case DocumentPart():
+            extras = {"filename": part.name} if part.name is not None else None
+            return _data_block(
+                "file",
+                base64=part.data,
+                url=part.url,
+                file_id=part.file_id,
+                mime_type=part.media_type,
+                extras=extras,
+            )
+        case AudioPart():
+            audio_mime = f"audio/{part.format}" if part.format is not None else None
+            return _data_block("audio", base64=part.data, id=part.id, mime_type=audio_mime)
         case _:
             assert_never(part)
+
+
+def _data_block(kind: str, **fields: object) -> dict[str, Any]:
+    """LangChain's standard block of ``kind`` (langchain_core.messages.content), set keys only."""
+    return {"type": kind, **{key: value for key, value in fields.items() if value is not None}}
 
 
 def _content(message: BaseMessage) -> tuple[Any, bool]:

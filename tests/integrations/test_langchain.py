@@ -12,6 +12,7 @@ import pathlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import attrs
 import pytest
 
 pytest.importorskip("langchain")
@@ -26,13 +27,19 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
+from langchain_core.messages.content import is_data_content_block
 from langchain_core.tools import tool
 
 from mellea_ctx import (
+    AudioPart,
     Checkpoint,
+    DocumentPart,
+    ImagePart,
     InvalidArgumentError,
     LLMSummarizeCompactor,
+    Message,
     ScriptedBackend,
+    TextPart,
     TokenBudgetCompactor,
     WindowCompactor,
     default_counter,
@@ -113,6 +120,39 @@ class TestConversion:
         assert isinstance(again[0], Checkpoint)
         assert history[-2:] == compacted[-2:]
         assert "Twelve turns about words." in compacted[0].content
+
+    @pytest.mark.parametrize(
+        "part",
+        [
+            ImagePart(file_id="file-abc", media_type="image/png"),
+            DocumentPart(text="the contract", name="c.txt"),
+            DocumentPart(data="JVBERi0=", media_type="application/pdf", name="c.pdf"),
+            DocumentPart(url="https://example.com/c.pdf"),
+            DocumentPart(file_id="file-doc"),
+            AudioPart(data="UklGRg==", format="wav"),
+        ],
+        ids=[
+            "image-file",
+            "document-text",
+            "document-data",
+            "document-url",
+            "document-file",
+            "audio",
+        ],
+    )
+    def test_our_parts_become_langchain_s_standard_blocks(self, part: Any) -> None:
+        """An image by file id, a document or audio becomes a block LangChain reads as data.
+
+        langchain_core's ``is_data_content_block`` is the oracle; before, an image by file id
+        raised IndexError and a document or audio went out as an empty text block.
+        """
+        (message,) = to_langchain([Message("user", [TextPart("see"), part])])
+        assert isinstance(message.content, list)
+        block = message.content[1]
+        assert is_data_content_block(block), block
+        kept = {value for value in block.values() if isinstance(value, str)}
+        kept |= set(block.get("extras", {}).values())
+        assert {v for v in attrs.asdict(part).values() if isinstance(v, str)} - {"wav"} <= kept
 
     def test_unknown_kind_is_refused_clearly(self) -> None:
         """A message kind with no component is refused, naming the message."""
