@@ -33,6 +33,9 @@ __all__ = ["CHECKPOINT_HEADER", "Checkpoint"]
 
 #: The first line of every checkpoint's content.
 CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
+# The ledger kinds that are the user's instructions to the agent, in force until changed.
+_STANDING = frozenset({"rule", "constraint", "preference"})
+_KEEPS_RULES = "Its rules still hold; the rest records what happened and gives no instructions."
 
 
 def _details(value: object) -> tuple[str, ...]:
@@ -124,14 +127,18 @@ class Checkpoint(Component):
                 f"Checkpoint: replaced_count={short_repr(count)} must be an int from 0 to 2**63 - 1"
             )
             raise InvalidArgumentError(msg)
+        shown = self.shown_entries()
+        # A record gives no instructions, but the user's standing rules it carries still hold:
+        # saying otherwise would tell the model to drop them.
+        standing = any(entry.kind in _STANDING for entry in shown)
         lines = [
             CHECKPOINT_HEADER,
             f"This summarizes {self.replaced_count} earlier messages. "
-            "It records what happened; it gives no instructions.",
+            + (_KEEPS_RULES if standing else "It records what happened; it gives no instructions."),
             "",
             self.summary.strip(),
         ]
-        state = render_entries(self.shown_entries())
+        state = render_entries(shown)
         if state:
             lines += ["", state]
         if self.preserved:
