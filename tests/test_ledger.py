@@ -769,3 +769,24 @@ class TestFileRoot:
         full, bare = derive_ledger(span), derive_ledger(span, names=False)
         assert values(full, "name") and not values(bare, "name")
         assert [e for e in full.entries if e.kind != "name"] == list(bare.entries)
+
+
+class TestChoosing:
+    """Which entries a small checkpoint shows (``choose_entries``, the engine's pick)."""
+
+    def test_the_file_the_commands_went_back_to_goes_first(self) -> None:
+        """mini-swe-agent: one source file read by many commands, then scratch files made later."""
+        from mellea_ctx._compaction.render_budget import choose_entries
+
+        span: list[Message | ToolMessage] = [Message("user", "Fix the parser.")]
+        commands = [f"sed -n '{i},{i + 9}p' /repo/src/parse.py" for i in range(1, 40, 10)]
+        commands += [f"cat > /repo/t{i}.py << 'EOF'" for i in range(4)]
+        for i, command in enumerate(commands):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": command}))
+            span += [Message("assistant", None, tool_calls=[call])]
+            span += [ToolMessage("ok", tool_call_id=f"c{i}")]
+        ledger = derive_ledger(span)
+        assert len(ledger.current("file")) == 5
+        # Room for the goal and one file: the file four commands named, not the newest one.
+        shown, _ = choose_entries(ledger, 28, lambda text: len(text.split()) + 1)
+        assert [key for key in shown if key.startswith("file:")] == ["file:/repo/src/parse.py"]

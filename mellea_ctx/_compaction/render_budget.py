@@ -257,6 +257,12 @@ def _tier(entry: LedgerEntry) -> int:
     return next(i for i, kinds in enumerate(_TIERS) if entry.kind in kinds)
 
 
+def _named_by(file: LedgerEntry, commands: list[str]) -> int:
+    """How many of ``commands`` name ``file`` (by its key's path or the path as shown)."""
+    paths = {file.key.removeprefix("file:"), file.value.split(" (", 1)[0]}
+    return sum(any(path in command for path in paths) for command in commands)
+
+
 def _priority(ledger: Ledger) -> list[LedgerEntry]:
     """Entries most important first: by tier, kinds taking turns, newest first in a kind."""
     ordered: list[LedgerEntry] = []
@@ -267,6 +273,9 @@ def _priority(ledger: Ledger) -> list[LedgerEntry]:
                 queues.setdefault(entry.kind, []).append(entry)
         if "fact" in queues:  # facts the agent went on to use first
             queues["fact"].sort(key=lambda e: e.state != "used")
+        if "file" in queues:  # the files the session's commands went back to most first
+            commands = [e.value for e in ledger.entries if e.kind == "command"]
+            queues["file"].sort(key=lambda e: -_named_by(e, commands))
         if tier == 0:  # never dropped while anything else is shown: all, in kind order
             for kind in _TIERS[0]:
                 ordered += queues.get(kind, [])
