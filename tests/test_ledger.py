@@ -523,6 +523,36 @@ class TestShellFiles:
         assert list(files) == [f"file:{folder}/{relative}"]
 
 
+class TestErrorsResolved:
+    def run(self, *steps: tuple[str, str]) -> dict[str, str]:
+        span: list[Message | ToolMessage] = [Message("user", "Fix the parser.")]
+        for i, (command, output) in enumerate(steps):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": command}))
+            span += [Message("assistant", None, tool_calls=[call])]
+            span += [ToolMessage(output, tool_call_id=f"c{i}")]
+        return {e.value: e.state for e in derive_ledger(span).current("error")}
+
+    def test_installing_the_missing_module_resolves_its_error(self) -> None:
+        """mini-swe-agent: "No module named 'lazy_object_proxy'", then ``pip install
+        lazy-object-proxy`` passes: the error is resolved (names compared as pip does)."""
+        missing = "ModuleNotFoundError: No module named 'lazy_object_proxy'"
+        errors = self.run(
+            ("python t.py", f"Traceback (most recent call last):\n{missing}\nexit code 1"),
+            ("pip install -q lazy-object-proxy", "exit code 0"),
+        )
+        assert errors == {missing: "resolved"}
+
+    def test_another_install_leaves_it_open(self) -> None:
+        """Installing pytest does not resolve a missing numpy; a failed install does not either."""
+        missing = "ModuleNotFoundError: No module named 'numpy'"
+        errors = self.run(
+            ("python t.py", f"{missing}\nexit code 1"),
+            ("pip install pytest", "exit code 0"),
+            ("pip install numpy", "ERROR: No matching distribution\nexit code 1"),
+        )
+        assert errors[missing] == "open"
+
+
 class TestStatementShapes:
     def test_a_numbered_listing_line_is_not_a_statement(self) -> None:
         """SWE-agent shows files as ``1427:    Must be 'days', ...``: code, not a constraint."""

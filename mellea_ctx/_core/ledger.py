@@ -234,11 +234,35 @@ class Ledger:
         return cls(LedgerEntry.from_record(record) for record in records)
 
 
+# A package manager's install (``pip install a b``, ``npm i a``, ``uv add a``) and what it names.
+_INSTALL = re.compile(
+    r"\b(?:pip3?|uv pip|python3? -m pip|conda|mamba|npm|pnpm|yarn|gem|cargo|go)\s+"
+    r"(?:install|add|i|get)\b([^;&|>]*)"
+)
+# A missing module an error names (Python's "No module named 'a.b'", Node's "Cannot find module").
+_MISSING_MODULE = re.compile(r"(?:No module named|Cannot find module) ['\"]?([\w.@/-]+)")
+
+
+def _package(name: str) -> str:
+    """A package's name as installers compare it: top-level, any case, ``-`` and ``_`` alike."""
+    return name.split(".", 1)[0].lower().replace("_", "-")
+
+
 def _resolve(current: dict[str, LedgerEntry], command_key: str) -> None:
-    """Mark open errors raised by a command resolved: a later run of it passed."""
+    """Mark open errors resolved: a later run of their command passed, or an install passed of
+    the module they found missing (``pip install numpy`` after "No module named 'numpy'")."""
     command = ": " + command_key.split(":", 1)[1]
+    install = _INSTALL.search(command)
+    installed = (
+        {_package(word) for word in install.group(1).split() if not word.startswith("-")}
+        if install
+        else set()
+    )
     for key, entry in list(current.items()):
-        if entry.kind == "error" and entry.state == "open" and entry.source.endswith(command):
+        if entry.kind != "error" or entry.state != "open":
+            continue
+        missing = _MISSING_MODULE.search(entry.value) if installed else None
+        if entry.source.endswith(command) or (missing and _package(missing[1]) in installed):
             current[key] = attrs.evolve(entry, state="resolved")
 
 
