@@ -335,6 +335,9 @@ def _observation_flags(span: Sequence[Component]) -> list[bool]:
     return flags
 
 
+_LISTING_LINE = re.compile(r"\s*\d+:\s")
+
+
 def prose(sentence: str) -> bool:
     """A sentence of words, not a line of code or of a numbered file listing."""
     if sentence[0].isdigit() or sentence[0] in "'\"([{<":
@@ -387,7 +390,12 @@ def candidates(span: Sequence[Component], observation: Sequence[bool]) -> dict[s
             for match in _COMMIT_LINE.finditer(content):
                 found["commit"].add(match.group(1) or match.group(2))
         elif component.role == "user":
-            for sentence in re.split(r"(?<=[.!?])\s+|\n+", content):
+            # A numbered line of a file's listing (``1427:    Must be ...``) is code, whatever
+            # its sentences say: left out whole, before it is cut into sentences.
+            prose_lines = "\n".join(
+                line for line in content.splitlines() if not _LISTING_LINE.match(line)
+            )
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", prose_lines):
                 # A short label in front ("IMPORTANT:", "Safety rule:") is not the rule.
                 sentence = _LABEL.sub("", sentence.strip(" -*#>\t")).strip(" *")
                 if 12 <= len(sentence) <= 300 and _MODAL.search(sentence) and prose(sentence):

@@ -141,6 +141,17 @@ def test_corpus_needs_from_structure(corpus_loo: ModuleType) -> None:
     assert not corpus_loo.contains("x 21234 y", "1234")
 
 
+def test_a_numbered_listing_line_is_no_rule_candidate(corpus_loo: ModuleType) -> None:
+    """SWE-agent shows a file as ``1427:    (de)serialization. Must be 'days', ...``: the
+    docstring's "not a numbered file-listing line" holds after the line is cut in sentences."""
+    from mellea_ctx import Message
+
+    listing = "[File: fields.py]\n1427:        (de)serialization. Must be 'days', 'seconds',\n"
+    span = [Message("user", listing + "Never push to main without a review.")]
+    found = corpus_loo.candidates(span, [False])
+    assert found["rule"] == {"Never push to main without a review"}
+
+
 def test_corpus_one_file_end_to_end(corpus_loo: ModuleType) -> None:
     path = corpus_loo.CORPUS / "taubench_gpt-4o_airline_task2_trial1.openai.json"
     if not path.exists():

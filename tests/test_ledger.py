@@ -472,6 +472,112 @@ class TestShapes:
         assert entry.superseded == ("Put every timestamp in UTC.",)
 
 
+class TestShellFiles:
+    """Files a shell command names: one entry a file, however the command spells it."""
+
+    def files(self, *commands: str) -> dict[str, str]:
+        span: list[Message | ToolMessage] = [Message("user", "Fix the parser.")]
+        for i, command in enumerate(commands):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": command}))
+            span += [
+                Message("assistant", None, tool_calls=[call]),
+                ToolMessage("ok", tool_call_id=f"c{i}"),
+            ]
+        return {e.key: e.value for e in derive_ledger(span).current("file")}
+
+    def test_inline_code_names_no_file(self) -> None:
+        """mini-swe-agent's ``python -c "...np.long..."``: attributes in code are not files."""
+        code = 'python -c "import numpy as np; print(type(np.long), name.lower())"'
+        assert self.files(code) == {}
+        assert self.files("node -e 'require(\"fs\").readFileSync(x.json)'") == {}
+
+    def test_a_name_pattern_is_not_a_file(self) -> None:
+        """``find -name "raw.py"`` and ``grep --include="*.py"`` search; they name no file."""
+        assert self.files('find /testbed -type f -name "raw_building.py"') == {}
+        files = self.files('grep -rn x src/lib --include="*.py"')
+        assert files == {"file:src/lib": "src/lib (read)"}
+
+    def test_a_relative_path_after_cd_is_the_file_under_that_folder(self) -> None:
+        """``cat > /t/a.py`` then ``cd /t && python a.py``: one file, written then run."""
+        files = self.files(
+            "cat > /testbed/test_fix.py << 'EOF'", "cd /testbed && python test_fix.py"
+        )
+        assert list(files) == ["file:/testbed/test_fix.py"]
+
+    def test_a_redirect_target_is_modified(self) -> None:
+        """``git diff > patch.txt`` writes patch.txt; ``2>&1`` writes nothing."""
+        files = self.files("git diff -- src/a.py > patch.txt 2>&1")
+        assert files == {
+            "file:src/a.py": "src/a.py (read)",
+            "file:patch.txt": "patch.txt (modified)",
+        }
+
+    @settings(max_examples=60)
+    @given(
+        st.from_regex(r"/[a-z]{1,8}(/[a-z]{1,8}){0,2}", fullmatch=True),
+        st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8}){0,2}\.py", fullmatch=True),
+    )
+    def test_a_file_named_both_ways_is_one_entry(self, folder: str, relative: str) -> None:
+        """Absolute in one command, relative after ``cd`` in another: the same key."""
+        files = self.files(f"cat {folder}/{relative}", f"cd {folder} && python {relative}")
+        assert list(files) == [f"file:{folder}/{relative}"]
+
+
+class TestErrorsResolved:
+    def run(self, *steps: tuple[str, str]) -> dict[str, str]:
+        span: list[Message | ToolMessage] = [Message("user", "Fix the parser.")]
+        for i, (command, output) in enumerate(steps):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": command}))
+            span += [Message("assistant", None, tool_calls=[call])]
+            span += [ToolMessage(output, tool_call_id=f"c{i}")]
+        return {e.value: e.state for e in derive_ledger(span).current("error")}
+
+    def test_installing_the_missing_module_resolves_its_error(self) -> None:
+        """mini-swe-agent: "No module named 'lazy_object_proxy'", then ``pip install
+        lazy-object-proxy`` passes: the error is resolved (names compared as pip does)."""
+        missing = "ModuleNotFoundError: No module named 'lazy_object_proxy'"
+        errors = self.run(
+            ("python t.py", f"Traceback (most recent call last):\n{missing}\nexit code 1"),
+            ("pip install -q lazy-object-proxy", "exit code 0"),
+        )
+        assert errors == {missing: "resolved"}
+
+    def test_another_install_leaves_it_open(self) -> None:
+        """Installing pytest does not resolve a missing numpy; a failed install does not either."""
+        missing = "ModuleNotFoundError: No module named 'numpy'"
+        errors = self.run(
+            ("python t.py", f"{missing}\nexit code 1"),
+            ("pip install pytest", "exit code 0"),
+            ("pip install numpy", "ERROR: No matching distribution\nexit code 1"),
+        )
+        assert errors[missing] == "open"
+
+
+class TestStatementShapes:
+    def test_a_numbered_listing_line_is_not_a_statement(self) -> None:
+        """SWE-agent shows files as ``1427:    Must be 'days', ...``: code, not a constraint."""
+        listing = "[File: fields.py (1997 lines total)]\n"
+        listing += "1427:        (de)serialization. Must be 'days', 'seconds',\n"
+        listing += "1432:        Always serializes to an integer value.\n"
+        ledger = derive_ledger([Message("user", listing)])
+        assert [e for e in ledger.entries if e.kind in ("rule", "constraint")] == []
+
+    def test_a_note_label_lets_the_body_decide(self) -> None:
+        """'NOTE: ... make sure to indent' is a constraint; 'NOTE: the db is Postgres 15' a fact."""
+        ledger = derive_ledger(
+            [
+                Message("user", "NOTE: When editing a file, make sure to insert indentation!"),
+                Message("user", "Info: The staging deadline is 2027-01-05."),
+                Message("user", "FACT: The database must run Postgres 15."),
+            ]
+        )
+        assert values(ledger, "constraint") == [
+            "When editing a file, make sure to insert indentation!",
+            "The staging deadline is 2027-01-05.",
+        ]
+        assert values(ledger, "fact") == ["The database must run Postgres 15."]
+
+
 class TestNamesIndex:
     def test_a_huge_span_s_index_reads_its_newest_messages(self) -> None:
         """The index's cost is bounded: a name only the oldest of 2,500 messages wrote is left.
@@ -550,6 +656,20 @@ class TestJsonShapes:
         (fact,) = self.facts(legs).current("fact")
         assert fact.key == "fact:HAT229"
         assert "HAT229 113; HAT266 157" in fact.value
+
+    def test_nested_parts_without_an_id_come_after_the_rest(self) -> None:
+        """A cut takes the passengers' names before the payments: parts with ids stay first."""
+        result = {
+            "reservation_id": "2FBBAH",
+            "passengers": [{"first_name": "Omar", "last_name": "Davis"}],
+            "payment_history": [{"payment_id": "gift_card_3481935", "amount": 2822}],
+            "insurance": "yes",
+        }
+        (fact,) = self.facts(result).current("fact")
+        assert fact.value == (
+            "reservation_id=2FBBAH, payment_history (payment_id, amount): gift_card_3481935 2822, "
+            "insurance=yes, passengers (first_name, last_name): Omar Davis"
+        )
 
     def test_a_fact_is_used_when_the_agent_names_an_id_among_its_values(self) -> None:
         """The agent wrote a payment method's id: the account that holds it goes first."""
@@ -679,3 +799,24 @@ class TestFileRoot:
         full, bare = derive_ledger(span), derive_ledger(span, names=False)
         assert values(full, "name") and not values(bare, "name")
         assert [e for e in full.entries if e.kind != "name"] == list(bare.entries)
+
+
+class TestChoosing:
+    """Which entries a small checkpoint shows (``choose_entries``, the engine's pick)."""
+
+    def test_the_file_the_commands_went_back_to_goes_first(self) -> None:
+        """mini-swe-agent: one source file read by many commands, then scratch files made later."""
+        from mellea_ctx._compaction.render_budget import choose_entries
+
+        span: list[Message | ToolMessage] = [Message("user", "Fix the parser.")]
+        commands = [f"sed -n '{i},{i + 9}p' /repo/src/parse.py" for i in range(1, 40, 10)]
+        commands += [f"cat > /repo/t{i}.py << 'EOF'" for i in range(4)]
+        for i, command in enumerate(commands):
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": command}))
+            span += [Message("assistant", None, tool_calls=[call])]
+            span += [ToolMessage("ok", tool_call_id=f"c{i}")]
+        ledger = derive_ledger(span)
+        assert len(ledger.current("file")) == 5
+        # Room for the goal and one file: the file four commands named, not the newest one.
+        shown, _ = choose_entries(ledger, 28, lambda text: len(text.split()) + 1)
+        assert [key for key in shown if key.startswith("file:")] == ["file:/repo/src/parse.py"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -257,6 +258,21 @@ def _tier(entry: LedgerEntry) -> int:
     return next(i for i, kinds in enumerate(_TIERS) if entry.kind in kinds)
 
 
+def _command_words(ledger: Ledger) -> Counter[str]:
+    """How many of the ledger's commands have each word (quotes and brackets stripped)."""
+    words: Counter[str] = Counter()
+    for entry in ledger.entries:
+        if entry.kind == "command":
+            words.update({word.strip("\"'`,;()") for word in entry.value.split()})
+    return words
+
+
+def _named_by(file: LedgerEntry, words: Counter[str]) -> int:
+    """How many commands name ``file``: by its key's path, or by the path as it is shown."""
+    paths = {file.key.removeprefix("file:"), file.value.split(" (", 1)[0]}
+    return sum(words[path] for path in paths)
+
+
 def _priority(ledger: Ledger) -> list[LedgerEntry]:
     """Entries most important first: by tier, kinds taking turns, newest first in a kind."""
     ordered: list[LedgerEntry] = []
@@ -267,6 +283,9 @@ def _priority(ledger: Ledger) -> list[LedgerEntry]:
                 queues.setdefault(entry.kind, []).append(entry)
         if "fact" in queues:  # facts the agent went on to use first
             queues["fact"].sort(key=lambda e: e.state != "used")
+        if "file" in queues:  # the files the session's commands went back to most first
+            words = _command_words(ledger)  # one pass: linear in the ledger (issue 24)
+            queues["file"].sort(key=lambda e: -_named_by(e, words))
         if tier == 0:  # never dropped while anything else is shown: all, in kind order
             for kind in _TIERS[0]:
                 ordered += queues.get(kind, [])

@@ -234,11 +234,35 @@ class Ledger:
         return cls(LedgerEntry.from_record(record) for record in records)
 
 
+# A package manager's install (``pip install a b``, ``npm i a``, ``uv add a``) and what it names.
+_INSTALL = re.compile(
+    r"\b(?:pip3?|uv pip|python3? -m pip|conda|mamba|npm|pnpm|yarn|gem|cargo|go)\s+"
+    r"(?:install|add|i|get)\b([^;&|>]*)"
+)
+# A missing module an error names (Python's "No module named 'a.b'", Node's "Cannot find module").
+_MISSING_MODULE = re.compile(r"(?:No module named|Cannot find module) ['\"]?([\w.@/-]+)")
+
+
+def _package(name: str) -> str:
+    """A package's name as installers compare it: top-level, any case, ``-`` and ``_`` alike."""
+    return name.split(".", 1)[0].lower().replace("_", "-")
+
+
 def _resolve(current: dict[str, LedgerEntry], command_key: str) -> None:
-    """Mark open errors raised by a command resolved: a later run of it passed."""
+    """Mark open errors resolved: a later run of their command passed, or an install passed of
+    the module they found missing (``pip install numpy`` after "No module named 'numpy'")."""
     command = ": " + command_key.split(":", 1)[1]
+    install = _INSTALL.search(command)
+    installed = (
+        {_package(word) for word in install.group(1).split() if not word.startswith("-")}
+        if install
+        else set()
+    )
     for key, entry in list(current.items()):
-        if entry.kind == "error" and entry.state == "open" and entry.source.endswith(command):
+        if entry.kind != "error" or entry.state != "open":
+            continue
+        missing = _MISSING_MODULE.search(entry.value) if installed else None
+        if entry.source.endswith(command) or (missing and _package(missing[1]) in installed):
             current[key] = attrs.evolve(entry, state="resolved")
 
 
@@ -254,8 +278,11 @@ _LABEL_KINDS: tuple[tuple[re.Pattern[str], LedgerKind], ...] = (
     (re.compile(r"\b(?:decision|decided|agreed)\b", re.I), "decision"),
     (re.compile(r"\bnext(?: step)?\b", re.I), "next_step"),
     (re.compile(r"\b(?:goal|task|objective|state|status|todo|plan)\b", re.I), "goal"),
-    (re.compile(r"\b(?:fact|note|info|context)\b", re.I), "fact"),
+    (re.compile(r"\bfact\b", re.I), "fact"),
 )
+# A label that says little of its kind ("NOTE:", "Info:"): the body's own words decide, and a
+# body that states no rule, constraint, preference or decision is a fact.
+_WEAK_LABEL = re.compile(r"\b(?:note|info|context)\b", re.I)
 _RULE = re.compile(
     r"\b(?:never|always|do not|don't|must not|mustn't|under no circumstances|"
     r"forbidden|not allowed|prohibited|stop and)\b",
@@ -609,6 +636,9 @@ def _strip_label(text: str) -> tuple[LedgerKind | None, str]:
     for pattern, kind in _LABEL_KINDS:
         if pattern.search(label):
             return kind, text[match.end() :].strip()
+    if _WEAK_LABEL.search(label):
+        body = text[match.end() :].strip()
+        return _statement_kind(body) or "fact", body
     return None, text
 
 
@@ -634,8 +664,8 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
     """
     for raw in text.splitlines():
         line = raw.strip().lstrip("-*• ").strip()
-        if len(line) < 8 or not _maybe_statement(line):
-            continue
+        if len(line) < 8 or not _maybe_statement(line) or _LINE_NUMBER.match(raw):
+            continue  # too short, no statement, or a numbered line of a file's listing
         labelled, body = _strip_label(line)
         pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
         for piece in pieces:
@@ -780,29 +810,40 @@ def _kept_leaf(field: str, value: object) -> str | None:
     return None
 
 
+def _nested_rank(value: object) -> int:
+    """0 for a nested object or list of objects with an id field among its keys, else 1."""
+    items = value if isinstance(value, list) else [value]
+    for item in items[:8]:
+        if isinstance(item, dict) and any(_ID_FIELD.search(str(name)) for name in item):
+            return 0
+    return 1
+
+
 def _render_json(value: object, field: str, seen: set[tuple[str, str]], depth: int = 0) -> str:
     """A JSON value, densely: ``field=value`` pairs, a nested object as ``field(...)``, a list
     of objects as a table (``field (a, b): 1 2; 3 4``); a pair already shown is not repeated."""
     if depth > 4:
         return ""
     if isinstance(value, dict):
-        parts = []
+        parts: list[tuple[int, str]] = []  # (rank, text): what a cut should keep, first
         for name, item in value.items():
             name = str(name)
             if isinstance(item, dict):
                 inner = _render_json(item, name, seen, depth + 1)
                 if inner:
-                    parts.append(f"{name}({inner})")
+                    parts.append((_nested_rank(item), f"{name}({inner})"))
             elif isinstance(item, list):
                 inner = _render_json(item, name, seen, depth + 1)
                 if inner:
-                    parts.append(inner)
+                    parts.append((_nested_rank(item), inner))
             else:
                 text = _kept_leaf(name, item)
                 if text is not None and (name, text) not in seen:
                     seen.add((name, text))
-                    parts.append(f"{name}={text}")
-        return ", ".join(parts)
+                    parts.append((0, f"{name}={text}"))
+        # In the object's order, but what nests under it without an id (a list of names)
+        # after the rest, so a cut takes it first (flights by number, payments by id stay).
+        return ", ".join(text for _, text in sorted(parts, key=lambda part: part[0]))
     if isinstance(value, list):
         items = value[:8]
         if items and all(isinstance(item, dict) for item in items):
@@ -1225,13 +1266,51 @@ def _request(text: str) -> str:
     return paragraph
 
 
+# Code an interpreter runs inline (``python -c "..."``, ``node -e '...'``): code, not paths
+# (a quote the command's first line cuts off runs to its end).
+_INLINE_CODE = re.compile(
+    r"""\b(?:python[\d.]*|node|ruby|perl|php)\s+-[ce]\s+"""
+    r"""(?:"(?:[^"\\]|\\.)*(?:"|$)|'[^']*(?:'|$))"""
+)
+# A name pattern (``find -name "a.py"``, ``grep --include="*.py"``): no file of its own.
+_NAME_PATTERN = re.compile(
+    r"""\s(?:-i?(?:name|path|regex)|--(?:include|exclude)(?:-dir)?)(?:=|\s+)"""
+    r"""(?:"[^"]*"|'[^']*'|\S+)"""
+)
+# ``cd /abs/dir && ...``: the folder the command's relative paths are in.
+_CD = re.compile(r"^\s*cd\s+(/[^\s;&|]*)\s*&&")
+# A file the shell writes (``cat > a.py``, ``>> log.txt``); ``2>&1`` is not one.
+_REDIRECT = re.compile(r"(?<![\d&>])>{1,2}[ \t]*([^\s;&|<>]+)")
+
+
 def _command_files(command: str, source: str, found: list[LedgerEntry]) -> None:
-    """Files a shell command names (``sed -n 1,9p src/a.py``), as files it used."""
-    for match in _COMMAND_PATH.finditer(command):
+    """Files a shell command names (``sed -n 1,9p src/a.py``), as files it used.
+
+    Inline code (``python -c "..."``) and name patterns (``find -name "*.py"``)
+    name no file; a relative path after ``cd /dir &&`` is keyed as the file
+    under ``/dir`` (so a file is one entry however a command names it, shown as
+    it was last written); a file the command redirects into is modified.
+
+    Examples:
+        >>> found: list[LedgerEntry] = []
+        >>> _command_files('cd /repo && python -c "import a.b; print(np.long)" t/x.py > out.txt',
+        ...                "assistant", found)
+        >>> [(e.key, e.value) for e in found]
+        [('file:/repo/t/x.py', 't/x.py (read)'), ('file:/repo/out.txt', 'out.txt (modified)')]
+    """
+    cd = _CD.match(command)
+    base = cd.group(1).rstrip("/") if cd else ""
+    written = {m.group(1) for m in _REDIRECT.finditer(command)}
+    text = _NAME_PATTERN.sub(" ", _INLINE_CODE.sub(" ", command[cd.end() :] if cd else command))
+    for match in _COMMAND_PATH.finditer(text):
         path = match.group(0)
-        if "://" in path or path.startswith("-") or len(path) < 4:
+        if "://" in path or path.startswith(("-", "/dev/")) or len(path) < 4:
             continue
-        found.append(LedgerEntry("file", f"file:{path}", f"{path} (read)", source, state="read"))
+        state = "modified" if path in written else "read"
+        where = path
+        if base and not path.startswith(("/", "~", "..")):
+            where = f"{base}/{path.removeprefix('./')}"
+        found.append(LedgerEntry("file", f"file:{where}", f"{path} ({state})", source, state=state))
 
 
 def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
