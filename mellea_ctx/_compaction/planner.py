@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .._backends.pricing import Pricing
+from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.tokens import count_memoized
@@ -237,9 +238,7 @@ class CompactionPlanner:
         for name, value in (("horizon", horizon), ("default_horizon", default_horizon)):
             if value is None and name == "horizon":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"CompactionPlanner: {name}={value!r} must be an int >= 1 (steps)"
-                raise InvalidArgumentError(msg)
+            require_int("CompactionPlanner", name, value, minimum=1, about="steps")
         if pricing is not None and not isinstance(pricing, Pricing):
             msg = f"CompactionPlanner: pricing={pricing!r} must be a Pricing"
             raise InvalidArgumentError(msg)
