@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .calls import MAX_COUNT
-from .checks import require_str, text_validator, tuple_of
+from .checks import require_int, require_str, text_validator, tuple_of
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .ledger import Ledger, LedgerEntry, render_entries
@@ -118,12 +118,7 @@ class Checkpoint(Component):
     def _render(self) -> str:
         # Defaults are computed before validators run: check what is used here first.
         require_str("Checkpoint", "summary", self.summary, allow_empty=False)
-        count: Any = self.replaced_count
-        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
-            msg = (
-                f"Checkpoint: replaced_count={short_repr(count)} must be an int from 0 to 2**63 - 1"
-            )
-            raise InvalidArgumentError(msg)
+        require_int("Checkpoint", "replaced_count", self.replaced_count, maximum=MAX_COUNT)
         lines = [
             CHECKPOINT_HEADER,
             f"This summarizes {self.replaced_count} earlier messages. "
