@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .._backends.pricing import Pricing
-from .._core.checks import require_int
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_instance, require_int
 from .._core.pins import PinPredicate, pin_system
 from .._core.tokens import count_memoized
 from .continuation import Request
@@ -239,9 +238,7 @@ class CompactionPlanner:
             if value is None and name == "horizon":
                 continue
             require_int("CompactionPlanner", name, value, minimum=1, about="steps")
-        if pricing is not None and not isinstance(pricing, Pricing):
-            msg = f"CompactionPlanner: pricing={pricing!r} must be a Pricing"
-            raise InvalidArgumentError(msg)
+        require_instance("CompactionPlanner", "pricing", pricing, Pricing, optional=True)
         self.pricing = pricing or Pricing()
         self.horizon = horizon
         self.default_horizon = default_horizon

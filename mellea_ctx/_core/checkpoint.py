@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .calls import MAX_COUNT
-from .checks import require_int, require_str, text_validator, tuple_of
+from .checks import require_instance, require_int, require_str, text_validator, tuple_of
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .ledger import Ledger, LedgerEntry, render_entries
@@ -44,10 +44,7 @@ def _span(value: Iterable[Component]) -> tuple[Component, ...]:
 
 
 def _ledger(value: object) -> Ledger:
-    if isinstance(value, Ledger):
-        return value
-    msg = f"Checkpoint: ledger={short_repr(value)} must be a Ledger"
-    raise InvalidArgumentError(msg)
+    return require_instance("Checkpoint", "ledger", value, Ledger)  # type: ignore[no-any-return]
 
 
 def _shown(value: object) -> tuple[str, ...] | None:

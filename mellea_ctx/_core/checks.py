@@ -26,6 +26,7 @@ __all__ = [
     "require_bool",
     "require_callable",
     "require_choice",
+    "require_instance",
     "require_int",
     "require_method",
     "require_number",
@@ -97,6 +98,7 @@ def require_int(
     unit: str | None = ...,
     about: str | None = ...,
     none: None = ...,
+    also: str | None = ...,
     fix: str | None = ...,
     error: ErrorType = ...,
 ) -> int: ...
@@ -111,6 +113,7 @@ def require_int(
     unit: str | None = ...,
     about: str | None = ...,
     none: str,
+    also: str | None = ...,
     fix: str | None = ...,
     error: ErrorType = ...,
 ) -> int | None: ...
@@ -124,6 +127,7 @@ def require_int(
     unit: str | None = None,
     about: str | None = None,
     none: str | None = None,
+    also: str | None = None,
     fix: str | None = None,
     error: ErrorType = InvalidArgumentError,
 ) -> int | None:
@@ -131,7 +135,8 @@ def require_int(
 
     ``unit`` and ``about`` describe it (``"an int of tokens >= 1 (the trigger)"``);
     ``none``, when given, lets ``None`` through and says what it means
-    (``none="for no limit"``); ``fix`` says how to mend a wrong value.
+    (``none="for unknown"``); ``also`` names another value the caller lets
+    through itself (``also="-1 for no limit"``); ``fix`` says how to mend a wrong value.
 
     Examples:
         >>> require_int("WindowCompactor", "size", 3)
@@ -158,6 +163,8 @@ an int >= 0; pass 0 to keep only the pins
     else:
         bound = f"from {_bound(minimum)} to {_bound(maximum)}"
     expected = _expected("an int", unit, bound, about, none)
+    if also:
+        expected += f", or {also}"
     raise argument_error(owner, name, value, expected, fix, error=error)
 
 
@@ -355,6 +362,32 @@ method
     if callable(getattr(value, method.partition("(")[0], None)) or (optional and value is None):
         return value
     raise argument_error(owner, name, value, f"has no {method} method", fix, error=error)
+
+
+def require_instance(
+    owner: str,
+    name: str,
+    value: object,
+    kind: type,
+    *,
+    optional: bool = False,
+    fix: str | None = None,
+    error: ErrorType = InvalidArgumentError,
+) -> Any:
+    """Return ``value`` if it is a ``kind`` (or None, when ``optional``).
+
+    Examples:
+        >>> require_instance("CompactionPlanner", "pricing", 3, dict, optional=True)
+        Traceback (most recent call last):
+        ...
+        mellea_ctx._core.exceptions.InvalidArgumentError: CompactionPlanner: pricing=3 must be \
+a dict
+    """
+    if isinstance(value, kind) or (optional and value is None):
+        return value
+    article = "an" if kind.__name__[:1].lower() in "aeiou" else "a"
+    expected = f"must be {article} {kind.__name__}"
+    raise argument_error(owner, name, value, expected, fix, error=error)
 
 
 def require_str(
