@@ -12,6 +12,7 @@ Python) and a number check refuses ``bool``, NaN and the infinities.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, overload
 
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 ErrorType = type[MelleaCtxError]
+_FLOAT_MAX = sys.float_info.max
 
 
 def argument_error(
@@ -168,6 +170,13 @@ an int >= 0; pass 0 to keep only the pins
     raise argument_error(owner, name, value, expected, fix, error=error)
 
 
+def _finite(value: float) -> bool:
+    """Whether ``value`` is neither NaN nor infinite (an int: within a float's range)."""
+    if isinstance(value, int):
+        return -_FLOAT_MAX <= value <= _FLOAT_MAX  # math.isfinite(10**400) raises OverflowError
+    return math.isfinite(value)
+
+
 @overload
 def require_number(
     owner: str,
@@ -232,7 +241,7 @@ number of seconds > 0
     if (
         isinstance(value, int | float)
         and not isinstance(value, bool)
-        and math.isfinite(value)
+        and _finite(value)
         and (minimum < value if above else minimum <= value)
         and value <= maximum
     ):
