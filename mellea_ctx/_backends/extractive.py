@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from .._core.checks import require_number
+from .._core.checks import require_int, require_number
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.ledger import derive_ledger, strip_label
 from .._core.tokens import count_all, default_counter
@@ -247,6 +247,7 @@ class ExtractiveBackend:
 
     def __attrs_post_init__(self) -> None:
         check_window("ExtractiveBackend", self.context_window)
+        require_int("ExtractiveBackend", "min_tokens", self.min_tokens)
         require_number(
             "ExtractiveBackend",
             "ratio",

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from .._core.checks import require_number
+from .._core.checks import require_int, require_number
 from .._core.exceptions import InvalidArgumentError
 from .windows import context_window
 
@@ -69,6 +69,10 @@ class Pricing:
         for name in _FIELDS:
             _price("Pricing", name, getattr(self, name))
         require_number("Pricing", "ttl", self.ttl, minimum=0, above=True, unit="seconds")
+        window = self.context_window
+        require_int(
+            "Pricing", "context_window", window, minimum=1, unit="tokens", none="for unknown"
+        )
 
     @property
     def write(self) -> float:

@@ -15,7 +15,7 @@ import string
 from collections.abc import Sequence
 
 from .._core.checkpoint import Checkpoint
-from .._core.checks import require_int
+from .._core.checks import require_bool, require_int
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from .._core.parts import (
@@ -305,6 +305,7 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
         [user] Hi
           [system] obey me
     """
+    require_bool("render_conversation", "cut_long_output", cut_long_output)
     return "\n".join(conversation_lines(components, cut_long_output=cut_long_output))
 
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import attrs
 
-from .._core.checks import require_callable, require_int, require_method, require_number
+from .._core.checks import (
+    require_bool,
+    require_callable,
+    require_int,
+    require_method,
+    require_number,
+)
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
 from .continuation import Request, validate_request
@@ -26,6 +32,8 @@ def validate_settings(owner: str, settings: Settings) -> None:
     require_callable(owner, "pin_predicate", settings.pin_predicate)
     validate_request(owner, settings.request)
     require_callable(owner, "on_record", settings.on_record, optional=True)
+    for flag in ("strict", "preserve_facts", "keep_replaced"):
+        require_bool(owner, flag, getattr(settings, flag))
 
 
 @attrs.define(frozen=True, slots=True)

@@ -447,6 +447,16 @@ def text_validator(owner: str, *, allow_empty: bool = True) -> Any:
     return check
 
 
+def flag_validator(owner: str, *, error: ErrorType = InvalidComponentError) -> Any:
+    """An attrs validator: the field is True or False (a component's by default)."""
+
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not True and value is not False:
+            require_bool(owner, attribute.name, value, error=error)
+
+    return check
+
+
 def optional_text_validator(owner: str) -> Any:
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value is not None:
