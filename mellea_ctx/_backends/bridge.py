@@ -151,8 +151,9 @@ def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> 
         >>> run_blocking(answer, timeout=5)
         42
     """
-    none = "to wait for ever"
-    require_number("", "timeout", timeout, minimum=0, above=True, unit="seconds", none=none)
+    if timeout is not None:
+        also = "None to wait for ever"
+        require_number("", "timeout", timeout, minimum=0, above=True, unit="seconds", also=also)
     if timeout is None and not _loop_running():
         # Outside the ``except`` that found no loop: an error the coroutine
         # raises must not carry "no running event loop" as its context.

@@ -69,10 +69,9 @@ class Pricing:
         for name in _FIELDS:
             _price("Pricing", name, getattr(self, name))
         require_number("Pricing", "ttl", self.ttl, minimum=0, above=True, unit="seconds")
-        window = self.context_window
-        require_int(
-            "Pricing", "context_window", window, minimum=1, unit="tokens", none="for unknown"
-        )
+        if self.context_window is not None:
+            window, also = self.context_window, "None for unknown"
+            require_int("Pricing", "context_window", window, minimum=1, unit="tokens", also=also)
 
     @property
     def write(self) -> float:

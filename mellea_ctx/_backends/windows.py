@@ -152,9 +152,12 @@ def check_window(owner: str, value: object) -> int | None:
         >>> check_window("ScriptedBackend", 4096)
         4096
     """
+    if value is None:
+        return None
     fix = "pass the window your model or server has, e.g. 4096"
+    also = "None for unknown"
     return require_int(
-        owner, "context_window", value, minimum=256, unit="tokens", none="for unknown", fix=fix
+        owner, "context_window", value, minimum=256, unit="tokens", also=also, fix=fix
     )
 
 

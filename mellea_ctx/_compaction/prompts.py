@@ -151,11 +151,10 @@ def react_summary_prompt(goal: str | None = None, max_tokens_hint: int | None = 
     if goal is not None and not isinstance(goal, str):
         msg = f"react_summary_prompt: goal={short_repr(goal)} must be a str or None"
         raise InvalidArgumentError(msg)
-    about = "a length hint in tokens"
-    owner = "react_summary_prompt"
-    require_int(
-        owner, "max_tokens_hint", max_tokens_hint, minimum=1, about=about, none="for no hint"
-    )
+    if max_tokens_hint is not None:
+        about, also = "a length hint in tokens", "None for no hint"
+        owner = "react_summary_prompt"
+        require_int(owner, "max_tokens_hint", max_tokens_hint, minimum=1, about=about, also=also)
     lines = [
         "You are summarizing the progress of an AI agent that works with tools.",
     ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any, overload
+from typing import Any
 
 import attrs
 
@@ -76,7 +76,7 @@ def _bound(number: float) -> str:
     return str(number)
 
 
-def _expected(noun: str, unit: str | None, bound: str, about: str | None, none: str | None) -> str:
+def _expected(noun: str, unit: str | None, bound: str, about: str | None, also: str | None) -> str:
     text = f"must be {noun}"
     if unit:
         text += f" of {unit}"
@@ -84,41 +84,11 @@ def _expected(noun: str, unit: str | None, bound: str, about: str | None, none: 
         text += f" {bound}"
     if about:
         text += f" ({about})"
-    if none is not None:
-        text += f", or None {none}".rstrip()
+    if also:
+        text += f", or {also}"
     return text
 
 
-@overload
-def require_int(
-    owner: str,
-    name: str,
-    value: object,
-    *,
-    minimum: int | None = ...,
-    maximum: int | None = ...,
-    unit: str | None = ...,
-    about: str | None = ...,
-    none: None = ...,
-    also: str | None = ...,
-    fix: str | None = ...,
-    error: ErrorType = ...,
-) -> int: ...
-@overload
-def require_int(
-    owner: str,
-    name: str,
-    value: object,
-    *,
-    minimum: int | None = ...,
-    maximum: int | None = ...,
-    unit: str | None = ...,
-    about: str | None = ...,
-    none: str,
-    also: str | None = ...,
-    fix: str | None = ...,
-    error: ErrorType = ...,
-) -> int | None: ...
 def require_int(
     owner: str,
     name: str,
@@ -128,17 +98,16 @@ def require_int(
     maximum: int | None = None,
     unit: str | None = None,
     about: str | None = None,
-    none: str | None = None,
     also: str | None = None,
     fix: str | None = None,
     error: ErrorType = InvalidArgumentError,
-) -> int | None:
+) -> int:
     """Return ``value`` if it is an int (never a bool) in [``minimum``, ``maximum``].
 
     ``unit`` and ``about`` describe it (``"an int of tokens >= 1 (the trigger)"``);
-    ``none``, when given, lets ``None`` through and says what it means
-    (``none="for unknown"``); ``also`` names another value the caller lets
-    through itself (``also="-1 for no limit"``); ``fix`` says how to mend a wrong value.
+    ``also`` names what else the caller takes, and lets through itself before
+    the check (``also="None for unknown"``, ``also="-1 for no limit"``); ``fix``
+    says how to mend a wrong value.
 
     Examples:
         >>> require_int("WindowCompactor", "size", 3)
@@ -149,8 +118,6 @@ def require_int(
         mellea_ctx._core.exceptions.InvalidArgumentError: WindowCompactor: size=True must be \
 an int >= 0; pass 0 to keep only the pins
     """
-    if value is None and none is not None:
-        return None
     if (
         isinstance(value, int)
         and not isinstance(value, bool)
@@ -164,9 +131,7 @@ an int >= 0; pass 0 to keep only the pins
         bound = f"<= {_bound(maximum)}"
     else:
         bound = f"from {_bound(minimum)} to {_bound(maximum)}"
-    expected = _expected("an int", unit, bound, about, none)
-    if also:
-        expected += f", or {also}"
+    expected = _expected("an int", unit, bound, about, also)
     raise argument_error(owner, name, value, expected, fix, error=error)
 
 
@@ -177,36 +142,6 @@ def _finite(value: float) -> bool:
     return math.isfinite(value)
 
 
-@overload
-def require_number(
-    owner: str,
-    name: str,
-    value: object,
-    *,
-    minimum: float = ...,
-    maximum: float = ...,
-    above: bool = ...,
-    unit: str | None = ...,
-    about: str | None = ...,
-    none: None = ...,
-    fix: str | None = ...,
-    error: ErrorType = ...,
-) -> float: ...
-@overload
-def require_number(
-    owner: str,
-    name: str,
-    value: object,
-    *,
-    minimum: float = ...,
-    maximum: float = ...,
-    above: bool = ...,
-    unit: str | None = ...,
-    about: str | None = ...,
-    none: str,
-    fix: str | None = ...,
-    error: ErrorType = ...,
-) -> float | None: ...
 def require_number(
     owner: str,
     name: str,
@@ -217,10 +152,10 @@ def require_number(
     above: bool = False,
     unit: str | None = None,
     about: str | None = None,
-    none: str | None = None,
+    also: str | None = None,
     fix: str | None = None,
     error: ErrorType = InvalidArgumentError,
-) -> float | None:
+) -> float:
     """Return ``value`` (as given) if it is a finite int or float in range.
 
     The range is [``minimum``, ``maximum``], open at the bottom when ``above``
@@ -236,8 +171,6 @@ def require_number(
         mellea_ctx._core.exceptions.InvalidArgumentError: SQLiteStore: timeout=nan must be a \
 number of seconds > 0
     """
-    if value is None and none is not None:
-        return None
     if (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -255,7 +188,7 @@ number of seconds > 0
         noun, bound = "a number", f"<= {_bound(maximum)}"
     else:
         noun, bound = "a number", f"in {low}{_bound(minimum)}, {_bound(maximum)}]"
-    expected = _expected(noun, unit, bound, about, none)
+    expected = _expected(noun, unit, bound, about, also)
     raise argument_error(owner, name, value, expected, fix, error=error)
 
 

@@ -467,7 +467,7 @@ class ChatContext(Node):
         if last_n_components is None:
             body = self._buf[self._start : self._end]
             return [*self._head, *body] if self._head else body
-        require_int("as_list", "last_n_components", last_n_components, none="")
+        require_int("as_list", "last_n_components", last_n_components, also="None")
         items = self.as_list()
         # Negative slicing: asking for more than there is returns everything.
         return items[-last_n_components:] if last_n_components else []
