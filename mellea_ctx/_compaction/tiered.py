@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .._core.checks import require_callable, require_int
+from .._core.checks import require_callable, require_int, require_method
 from .._core.exceptions import InvalidArgumentError
 from .._core.protocols import (
     Compactor,
@@ -108,13 +108,9 @@ class TieredCompactor(InlineCompactor):
         if not self.tiers:
             msg = f"{owner}: tiers=() is empty; pass compactors, cheapest first"
             raise InvalidArgumentError(msg)
-        for tier in self.tiers:
-            if not callable(getattr(tier, "compact", None)):
-                msg = (
-                    f"{owner}: tier {tier!r} has no compact() method; pass compactors such "
-                    "as ClearToolResultsCompactor() or TokenBudgetCompactor(...)"
-                )
-                raise InvalidArgumentError(msg)
+        fix = "pass compactors such as ClearToolResultsCompactor() or TokenBudgetCompactor(...)"
+        for index, tier in enumerate(self.tiers):
+            require_method(owner, f"tiers[{index}]", tier, "compact()", fix=fix)
         self.max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
         target = max_tokens if target_tokens is None else target_tokens
         self.target_tokens = resolve_budget(owner, "target_tokens", target, window)

@@ -670,7 +670,7 @@ class CompactionMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         fix = "pass one of mellea_ctx's compactors"
-        require_method("CompactionMiddleware", "compactor", compactor, "compact", fix=fix)
+        require_method("CompactionMiddleware", "compactor", compactor, "compact()", fix=fix)
         self.compactor = compactor
         self.backend = backend
         self.counter = token_counter(counter)

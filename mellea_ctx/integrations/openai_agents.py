@@ -132,7 +132,7 @@ def agent_tools_tokens(agent: Any) -> int:
 
 def _check(where: str, compactor: object) -> None:
     require_method(
-        where, "compactor", compactor, "compact", fix="pass one of mellea_ctx's compactors"
+        where, "compactor", compactor, "compact()", fix="pass one of mellea_ctx's compactors"
     )
 
 

@@ -304,7 +304,7 @@ class ModelBackend:
 
 def _check(compactor: object) -> None:
     fix = "pass one of mellea_ctx's compactors"
-    require_method("history_processor", "compactor", compactor, "compact", fix=fix)
+    require_method("history_processor", "compactor", compactor, "compact()", fix=fix)
 
 
 def _tail_start(messages: Sequence[pai.ModelMessage]) -> int:
