@@ -341,7 +341,11 @@ def require_str(
     fix: str = "convert it with str() or json.dumps()",
     error: ErrorType = InvalidComponentError,
 ) -> str:
-    """Return ``value`` if it is a str (and not empty, unless ``allow_empty``)."""
+    """Return ``value`` if it is a str (and not empty, unless ``allow_empty``).
+
+    Its callers are the component constructors, so it raises
+    :class:`~mellea_ctx.InvalidComponentError` unless told otherwise.
+    """
     if not isinstance(value, str):
         raise argument_error(owner, field, value, "must be a str", fix, error=error)
     if not allow_empty and not value:
