@@ -128,12 +128,8 @@ def _validate(
     if not isinstance(goal, str) or not goal.strip():
         msg = f"react: goal={goal!r} must be a non-empty str saying what the agent should do"
         raise InvalidArgumentError(msg)
-    if not isinstance(ctx, ChatContext):
-        msg = (
-            f"react: ctx={short_repr(ctx)} must be a ChatContext; pass ChatContext() "
-            "or session.context(system=...)"
-        )
-        raise InvalidArgumentError(msg)
+    fix = "pass ChatContext() or session.context(system=...)"
+    require_instance("react", "ctx", ctx, ChatContext, fix=fix)
     fix = "pass a Backend such as OpenAIBackend(...), AnthropicBackend(...) or ScriptedBackend(...)"
     require_method("react", "backend", backend, "generate()", fix=fix)
     if not (loop_budget.__class__ is int and loop_budget == UNLIMITED):
