@@ -665,7 +665,7 @@ class TestTokenBudgetCompactor:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"max_tokens": 0}, "max_tokens=0 must be an int > 0"),
+            ({"max_tokens": 0}, "max_tokens=0 must be an int of tokens >= 1"),
             (
                 {"max_tokens": 100, "target_tokens": 200},
                 "target_tokens=200 is above max_tokens=100",

@@ -62,6 +62,7 @@ import attrs
 from .._backends.bridge import run_blocking
 from .._backends.telemetry import usage_sink
 from .._compaction.records import record_sink
+from .._core.checks import require_instance, require_int, require_method
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, ToolMessage
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
@@ -127,28 +128,13 @@ def _validate(
     if not isinstance(goal, str) or not goal.strip():
         msg = f"react: goal={goal!r} must be a non-empty str saying what the agent should do"
         raise InvalidArgumentError(msg)
-    if not isinstance(ctx, ChatContext):
-        msg = (
-            f"react: ctx={short_repr(ctx)} must be a ChatContext; pass ChatContext() "
-            "or session.context(system=...)"
-        )
-        raise InvalidArgumentError(msg)
-    if not callable(getattr(backend, "generate", None)):
-        msg = (
-            f"react: backend={short_repr(backend)} has no generate() method; pass a Backend "
-            "such as OpenAIBackend(...), AnthropicBackend(...) or ScriptedBackend(...)"
-        )
-        raise InvalidArgumentError(msg)
-    if (
-        isinstance(loop_budget, bool)
-        or not isinstance(loop_budget, int)
-        or (loop_budget < 1 and loop_budget != UNLIMITED)
-    ):
-        msg = (
-            f"react: loop_budget={loop_budget!r} must be an int >= 1 (model calls allowed), "
-            f"or {UNLIMITED} for no limit"
-        )
-        raise InvalidArgumentError(msg)
+    fix = "pass ChatContext() or session.context(system=...)"
+    require_instance("react", "ctx", ctx, ChatContext, fix=fix)
+    fix = "pass a Backend such as OpenAIBackend(...), AnthropicBackend(...) or ScriptedBackend(...)"
+    require_method("react", "backend", backend, "generate()", fix=fix)
+    if not (loop_budget.__class__ is int and loop_budget == UNLIMITED):
+        about, also = "model calls allowed", f"{UNLIMITED} for no limit"
+        require_int("react", "loop_budget", loop_budget, minimum=1, about=about, also=also)
     if tools is None:
         tools = ()
     if isinstance(tools, Tool | str | Mapping) or not isinstance(tools, Iterable):
@@ -170,9 +156,7 @@ def _validate(
             f"when a compactor is given; clash: {sorted(clashes)}"
         )
         raise InvalidArgumentError(msg)
-    if compactor is not None and not callable(getattr(compactor, "compact", None)):
-        msg = f"react: compactor={compactor!r} has no compact() method"
-        raise InvalidArgumentError(msg)
+    require_method("react", "compactor", compactor, "compact()", optional=True)
     return checked
 
 
@@ -191,9 +175,7 @@ async def areact(
 ) -> ReactResult:
     """Run the agent loop on ``goal`` (async). See :func:`react`."""
     user_tools = _validate(goal, ctx, backend, loop_budget, tools, compactor)
-    if tool_search is not None and not isinstance(tool_search, ToolSearch):
-        msg = f"react: tool_search={tool_search!r} must be a ToolSearch"
-        raise InvalidArgumentError(msg)
+    require_instance("react", "tool_search", tool_search, ToolSearch, optional=True)
     loop = Loop(backend=backend, compactor=compactor, on_event=on_event, session=session)
     builtins = builtin_tools(loop) if compactor is not None else []
     searching = _Searching.of(tool_search, backend, session, loop, user_tools, builtins)

@@ -15,7 +15,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool, ToolArgumentError
 from .search_tool import SEARCH_TOOL_NAME
 
-__all__ = ["check_call", "check_catalog", "check_float", "check_int"]
+__all__ = ["check_call", "check_catalog"]
 
 
 def check_catalog(owner: str, tools: object) -> tuple[Tool, ...]:
@@ -47,35 +47,6 @@ def check_catalog(owner: str, tools: object) -> tuple[Tool, ...]:
         )
         raise InvalidArgumentError(msg)
     return catalogue
-
-
-def check_int(owner: str, name: str, value: object, *, minimum: int, hint: str) -> int:
-    """Return ``value`` if it is an int (not a bool) >= ``minimum``; ``hint`` says how to fix it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = f"{owner}: {name}={value!r} must be an int >= {minimum}; {hint}"
-        raise InvalidArgumentError(msg)
-    return value
-
-
-def check_float(
-    owner: str, name: str, value: object, *, low: float, high: float, hint: str
-) -> float:
-    """Return ``value`` as a float if it is a finite number in [``low``, ``high``]."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        if low == -math.inf:
-            expected = "a finite number"
-        elif high == math.inf:
-            expected = f"a number >= {low}"
-        else:
-            expected = f"a number in [{low}, {high}]"
-        msg = f"{owner}: {name}={value!r} must be {expected}; {hint}"
-        raise InvalidArgumentError(msg)
-    return float(value)
 
 
 def check_call(query: object, limit: object, score: object) -> tuple[str, int | None, float | None]:

@@ -29,24 +29,29 @@ definition and replies) and ``search_checks`` (what each accepts).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import attrs
 
+from .._core.checks import (
+    require_bool,
+    require_choice,
+    require_instance,
+    require_int,
+    require_number,
+)
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
 from .bm25 import ToolHit, ToolIndex
 from .delivered import DeliveredTools, InMemoryMetaStore, MetaStore
-from .search_checks import check_call, check_catalog, check_float, check_int
+from .search_checks import check_call, check_catalog
 from .search_tool import SEARCH_TOOL_NAME, answer, catalog_lines, search_tool_template
 
 __all__ = ["ToolSearch"]
 
 CatalogPlacement = Literal["description", "system", "none"]
 _PLACEMENTS = ("description", "system", "none")
-_INF = math.inf
 
 
 class ToolSearch:
@@ -121,23 +126,21 @@ class ToolSearch:
     ) -> None:
         owner = "ToolSearch"
         catalogue = check_catalog(owner, tools)
-        self.limit = check_int(owner, "limit", limit, minimum=1, hint="pass 1 or more")
-        self.min_score = check_float(
-            owner, "min_score", min_score, low=-_INF, high=_INF, hint="0.0 finds any match"
+        self.limit = require_int(owner, "limit", limit, minimum=1, fix="pass 1 or more")
+        self.min_score = float(
+            require_number(owner, "min_score", min_score, fix="0.0 finds any match")
         )
-        self.k1 = check_float(owner, "k1", k1, low=0.0, high=_INF, hint="the usual is 1.2-2.0")
-        self.b = check_float(owner, "b", b, low=0.0, high=1.0, hint="the usual is 0.75")
-        if catalog not in _PLACEMENTS:
-            msg = f"{owner}: catalog={catalog!r} must be one of {', '.join(map(repr, _PLACEMENTS))}"
-            raise InvalidArgumentError(msg)
+        self.k1 = float(require_number(owner, "k1", k1, minimum=0.0, fix="the usual is 1.2-2.0"))
+        self.b = float(
+            require_number(owner, "b", b, minimum=0.0, maximum=1.0, fix="the usual is 0.75")
+        )
+        require_choice(owner, "catalog", catalog, _PLACEMENTS)
         for flag, value in (
             ("catalog_snippets", catalog_snippets),
             ("catalog_guidelines", catalog_guidelines),
             ("resend_after_compaction", resend_after_compaction),
         ):
-            if not isinstance(value, bool):
-                msg = f"{owner}: {flag}={value!r} must be True or False"
-                raise InvalidArgumentError(msg)
+            require_bool(owner, flag, value)
         if store is not None and not isinstance(store, MetaStore):
             msg = (
                 f"{owner}: store={store!r} has no get(session_id, key) and "
@@ -216,9 +219,9 @@ class ToolSearch:
         """
         owner = "ToolSearch.search"
         count = self.limit if limit is None else limit
-        count = check_int(owner, "limit", count, minimum=1, hint="pass 1 or more")
+        count = require_int(owner, "limit", count, minimum=1, fix="pass 1 or more")
         floor = self.min_score if min_score is None else min_score
-        floor = check_float(owner, "min_score", floor, low=-_INF, high=_INF, hint="pass 0.0")
+        floor = float(require_number(owner, "min_score", floor, fix="pass 0.0"))
         if isinstance(exclude, str) or not isinstance(exclude, Iterable):
             msg = f"{owner}: exclude={exclude!r} must be an iterable of names, such as a list"
             raise InvalidArgumentError(msg)
@@ -305,12 +308,8 @@ class ToolSearch:
             >>> delivered.names
             ('read_file',)
         """
-        if not isinstance(delivered, DeliveredTools):
-            msg = (
-                f"ToolSearch.search_tool: delivered={delivered!r} must be a DeliveredTools; "
-                "get one with search.delivered(session_id)"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "get one with search.delivered(session_id)"
+        require_instance("ToolSearch.search_tool", "delivered", delivered, DeliveredTools, fix=fix)
 
         def tool_search(query: str, limit: int | None = None, score: float | None = None) -> str:
             return self._run(delivered, references, query, limit, score)

@@ -23,6 +23,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
+from .._core.checks import require_int
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, ThinkingPart
@@ -100,9 +101,7 @@ class AnthropicBackend(SDKBackend):
         if key is None:
             msg = "AnthropicBackend needs an API key: pass api_key=... or set ANTHROPIC_API_KEY"
             raise InvalidArgumentError(msg)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-            msg = f"AnthropicBackend: max_tokens={max_tokens!r} must be an int > 0"
-            raise InvalidArgumentError(msg)
+        require_int("AnthropicBackend", "max_tokens", max_tokens, minimum=1, unit="tokens")
         super().__init__(
             model,
             api_key=key,

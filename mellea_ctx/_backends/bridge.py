@@ -33,7 +33,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from .._core.exceptions import CompactionTimeoutError, InvalidArgumentError
+from .._core.checks import require_number
+from .._core.exceptions import CompactionTimeoutError
 
 __all__ = ["GRACE_SECONDS", "bounded", "run_blocking", "wait_in_worker"]
 
@@ -150,11 +151,9 @@ def run_blocking(make: Callable[[], Awaitable[T]], *, timeout: float | None) -> 
         >>> run_blocking(answer, timeout=5)
         42
     """
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-    ):
-        msg = f"timeout={timeout!r} must be a number of seconds > 0, or None to wait for ever"
-        raise InvalidArgumentError(msg)
+    if timeout is not None:
+        also = "None to wait for ever"
+        require_number("", "timeout", timeout, minimum=0, above=True, unit="seconds", also=also)
     if timeout is None and not _loop_running():
         # Outside the ``except`` that found no loop: an error the coroutine
         # raises must not carry "no running event loop" as its context.

@@ -42,6 +42,7 @@ from typing import Any
 
 import attrs
 
+from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.tokens import default_counter
 
@@ -261,6 +262,8 @@ def predict_cache(
         >>> predict_cache([request, request], letters)
         [CacheUse(read=0, write=1500, uncached=2), CacheUse(read=1500, write=0, uncached=2)]
     """
+    require_int("predict_cache", "minimum", minimum, unit="tokens")
+    require_int("predict_cache", "lookback", lookback, minimum=1, about="block boundaries")
     size = count or _block_tokens
     cached: set[bytes] = set()  # the digests of the prefixes written so far
     uses: list[CacheUse] = []

@@ -30,8 +30,8 @@ from typing import Any
 
 import attrs
 
+from .._core.checks import require_int, require_number
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
-from .._core.exceptions import InvalidArgumentError
 from .._core.ledger import derive_ledger, strip_label
 from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
@@ -247,9 +247,16 @@ class ExtractiveBackend:
 
     def __attrs_post_init__(self) -> None:
         check_window("ExtractiveBackend", self.context_window)
-        if not 0 < self.ratio <= 1:
-            msg = f"ExtractiveBackend: ratio={self.ratio!r} must be in (0, 1]; try 0.25"
-            raise InvalidArgumentError(msg)
+        require_int("ExtractiveBackend", "min_tokens", self.min_tokens)
+        require_number(
+            "ExtractiveBackend",
+            "ratio",
+            self.ratio,
+            minimum=0,
+            maximum=1,
+            above=True,
+            fix="try 0.25",
+        )
 
     async def generate(
         self,

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from .._core.checks import require_bool
 from .._core.components import Component, ModelOutputThunk, ToolCall, Usage
 from .._core.exceptions import InvalidArgumentError, MalformedResponseError
 from .._core.parts import Part, RefusalPart, TextPart, ThinkingPart
@@ -129,12 +130,9 @@ class OpenAIBackend(SDKBackend):
         key, base_url = openai_credentials("OpenAIBackend", api_key, base_url)
         if extensions is None:
             extensions = base_url is not None and urlsplit(base_url).hostname != _OPENAI_HOST
-        elif not isinstance(extensions, bool):
-            msg = (
-                f"OpenAIBackend: extensions={extensions!r} must be True, False, or None "
-                "(send a compatible server's own keys to any server but OpenAI's)"
-            )
-            raise InvalidArgumentError(msg)
+        else:
+            none = "(send a compatible server's own keys to any server but OpenAI's)"
+            require_bool("OpenAIBackend", "extensions", extensions, none=none)
         self.extensions = extensions
         super().__init__(
             model,

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from .._core.checks import require_int, require_number
 from .._core.exceptions import InvalidArgumentError
 from .windows import context_window
 
@@ -31,10 +32,7 @@ _FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 
 
 def _price(owner: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        msg = f"{owner}: {name}={value!r} must be a price per token (a number >= 0)"
-        raise InvalidArgumentError(msg)
-    return float(value)
+    return float(require_number(owner, name, value, minimum=0, about="a price per token"))
 
 
 @attrs.define(frozen=True, slots=True)
@@ -70,9 +68,10 @@ class Pricing:
     def __attrs_post_init__(self) -> None:
         for name in _FIELDS:
             _price("Pricing", name, getattr(self, name))
-        if not isinstance(self.ttl, int | float) or isinstance(self.ttl, bool) or self.ttl <= 0:
-            msg = f"Pricing: ttl={self.ttl!r} must be seconds > 0"
-            raise InvalidArgumentError(msg)
+        require_number("Pricing", "ttl", self.ttl, minimum=0, above=True, unit="seconds")
+        if self.context_window is not None:
+            window, also = self.context_window, "None for unknown"
+            require_int("Pricing", "context_window", window, minimum=1, unit="tokens", also=also)
 
     @property
     def write(self) -> float:

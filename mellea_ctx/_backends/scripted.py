@@ -13,8 +13,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Union  # Union: aliases must run on 3.10
 
+from .._core.checks import require_callable
 from .._core.components import Component, ModelOutputThunk
-from .._core.exceptions import InvalidArgumentError, MalformedResponseError
+from .._core.exceptions import MalformedResponseError
 from .._core.tools import Tool
 from .windows import check_window
 
@@ -54,12 +55,8 @@ class ScriptedBackend:
     """
 
     def __init__(self, handler: Handler, *, context_window: int | None = None) -> None:
-        if not callable(handler):
-            msg = (
-                f"ScriptedBackend: handler={handler!r} is not callable; "
-                "pass a function (messages, model_options) -> str"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "pass a function (messages, model_options) -> str"
+        require_callable("ScriptedBackend", "handler", handler, fix=fix)
         self._handler = handler
         self.context_window = check_window("ScriptedBackend", context_window)
         self.calls: list[tuple[tuple[Component, ...], dict[str, Any]]] = []

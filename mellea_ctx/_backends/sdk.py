@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
+from .._core.checks import require_bool, require_int, require_number
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
@@ -86,24 +87,16 @@ class SDKBackend(abc.ABC):
         if not isinstance(model, str) or not model:
             msg = f"{name}: model={model!r} must be a model name"
             raise InvalidArgumentError(msg)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            msg = f"{name}: timeout={timeout!r} must be a number of seconds > 0"
-            raise InvalidArgumentError(msg)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            msg = f"{name}: max_retries={max_retries!r} must be an int >= 0"
-            raise InvalidArgumentError(msg)
+        require_number(name, "timeout", timeout, minimum=0, above=True, unit="seconds")
+        require_int(name, "max_retries", max_retries)
         self.model = model
         self.base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
         self.model_options = _no_stream(name, "model_options", dict(model_options or {}))
-        if reasoning is not None and not isinstance(reasoning, bool):
-            msg = (
-                f"{name}: reasoning={reasoning!r} must be True, False, or None "
-                "(guess from the model name whether it takes a reasoning effort)"
-            )
-            raise InvalidArgumentError(msg)
+        none = "(guess from the model name whether it takes a reasoning effort)"
+        require_bool(name, "reasoning", reasoning, none=none)
         self.reasoning = reasoning
         self._ask_server = context_window == "server"
         explicit = None if self._ask_server else context_window

@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 from typing import NamedTuple
 
+from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
 
@@ -153,13 +154,11 @@ def check_window(owner: str, value: object) -> int | None:
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 256:
-        msg = (
-            f"{owner}: context_window={short_repr(value)} must be an int of tokens >= 256 "
-            "(or None for unknown); pass the window your model or server has, e.g. 4096"
-        )
-        raise InvalidArgumentError(msg)
-    return value
+    fix = "pass the window your model or server has, e.g. 4096"
+    also = "None for unknown"
+    return require_int(
+        owner, "context_window", value, minimum=256, unit="tokens", also=also, fix=fix
+    )
 
 
 def server_window(base_url: str, *, timeout: float = 2.0) -> int | None:

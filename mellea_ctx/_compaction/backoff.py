@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_int
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -38,13 +38,9 @@ def validate_backoff(owner: str, adds: object) -> int:
         >>> validate_backoff("TokenBudgetCompactor", 8)
         8
     """
-    if isinstance(adds, bool) or not isinstance(adds, int) or not 0 <= adds <= 10_000:
-        msg = (
-            f"{owner}: backoff_adds={adds!r} must be an int from 0 to 10000 (adds to wait "
-            "after a failed inline compaction); pass 0 to try again on every add"
-        )
-        raise InvalidArgumentError(msg)
-    return adds
+    about = "adds to wait after a failed inline compaction"
+    fix = "pass 0 to try again on every add"
+    return require_int(owner, "backoff_adds", adds, maximum=10_000, about=about, fix=fix)
 
 
 def backed_off(result: ChatContext, ctx: ChatContext, adds: int) -> ChatContext:

@@ -10,6 +10,7 @@ into tokens, once, at construction.
 from __future__ import annotations
 
 from .._backends.windows import context_window
+from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
 
@@ -40,13 +41,8 @@ def resolve_window(owner: str, window: Window) -> int | None:
             )
             raise InvalidArgumentError(msg)
         return tokens
-    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-        msg = (
-            f"{owner}: window={short_repr(window)} must be an int > 0 (tokens) or a model "
-            "name such as 'gpt-4o'"
-        )
-        raise InvalidArgumentError(msg)
-    return window
+    also = "a model name such as 'gpt-4o'"
+    return require_int(owner, "window", window, minimum=1, unit="tokens", also=also)
 
 
 def resolve_budget(owner: str, name: str, value: object, window: Window) -> int:
@@ -67,12 +63,7 @@ def resolve_budget(owner: str, name: str, value: object, window: Window) -> int:
         >>> resolve_budget("TieredCompactor", "max_tokens", 50_000, None)
         50000
     """
-    if isinstance(value, bool):
-        pass
-    elif isinstance(value, int):
-        if value > 0:
-            return value
-    elif isinstance(value, float) and 0.0 < value <= 1.0:
+    if isinstance(value, float) and 0.0 < value <= 1.0:
         tokens = resolve_window(owner, window)
         if tokens is None:
             msg = (
@@ -81,8 +72,5 @@ def resolve_budget(owner: str, name: str, value: object, window: Window) -> int:
             )
             raise InvalidArgumentError(msg)
         return max(int(tokens * value), 1)
-    msg = (
-        f"{owner}: {name}={short_repr(value)} must be an int > 0 (tokens) or a float in "
-        "(0, 1] (a fraction of window)"
-    )
-    raise InvalidArgumentError(msg)
+    also = "a float in (0, 1] (a fraction of window)"
+    return require_int(owner, name, value, minimum=1, unit="tokens", also=also)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .._core.boundaries import prefix_end
+from .._core.checks import require_callable, require_int
 from .._core.cleared import ClearedToolResult
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import InvalidArgumentError
@@ -56,10 +57,7 @@ def open_exchange_start(items: list[Component]) -> int:
 
 
 def _non_negative(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"ClearToolResultsCompactor: {name}={value!r} must be an int >= 0"
-        raise InvalidArgumentError(msg)
-    return value
+    return require_int("ClearToolResultsCompactor", name, value)
 
 
 def _names(value: Iterable[str] | str) -> frozenset[str]:
@@ -135,9 +133,7 @@ class ClearToolResultsCompactor(InlineCompactor):
             )
             raise InvalidArgumentError(msg)
         validate_pin("ClearToolResultsCompactor", self.pin_predicate)
-        if self.on_record is not None and not callable(self.on_record):
-            msg = f"ClearToolResultsCompactor: on_record={self.on_record!r} is not callable"
-            raise InvalidArgumentError(msg)
+        require_callable("ClearToolResultsCompactor", "on_record", self.on_record, optional=True)
 
     def clearable(self, ctx: ChatContext) -> list[int]:
         """Return the indices of the tool results this compactor would clear in ``ctx``."""

@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._core.checks import require_choice
 from .._core.components import Component, Message
-from .._core.exceptions import InvalidArgumentError
 from .._core.protocols import Backend
-from .._core.reprs import short_repr
 from .._core.tool_tokens import Framing, count_tool_definitions, request_tools
 from .._core.tools import Tool
 from .prompts import quote
@@ -65,13 +64,11 @@ def validate_request(owner: str, request: object) -> Request:
         >>> validate_request("LLMSummarizeCompactor", "continuation")
         'continuation'
     """
-    if request == "quoted" or request == "continuation":
-        return request
-    msg = (
-        f"{owner}: request={short_repr(request)} must be 'quoted' (the span as a fresh prompt, "
-        "the default) or 'continuation' (the agent's own prompt plus one turn, cache-friendly)"
-    )
-    raise InvalidArgumentError(msg)
+    requests = {
+        "quoted": "the span as a fresh prompt, the default",
+        "continuation": "the agent's own prompt plus one turn, cache-friendly",
+    }
+    return require_choice(owner, "request", request, requests)  # type: ignore[no-any-return]
 
 
 def continuation_turn(

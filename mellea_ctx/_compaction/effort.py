@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_choice
 
 __all__ = ["REASONING_EFFORTS", "with_reasoning_effort"]
 
@@ -40,12 +40,10 @@ def with_reasoning_effort(
         >>> with_reasoning_effort("X", {"reasoning_effort": "high"}, "low")
         {'reasoning_effort': 'high'}
     """
-    if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
-        msg = (
-            f"{owner}: reasoning_effort={reasoning_effort!r} must be one of "
-            f"{REASONING_EFFORTS!r}, or None to send none; 'low' suits summaries"
-        )
-        raise InvalidArgumentError(msg)
+    fix = "'low' suits summaries"
+    require_choice(
+        owner, "reasoning_effort", reasoning_effort, REASONING_EFFORTS, none="to send none", fix=fix
+    )
     options = dict(model_options or {})
     if reasoning_effort is not None:
         options.setdefault("reasoning_effort", reasoning_effort)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .._backends.pricing import Pricing
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_instance, require_int
 from .._core.pins import PinPredicate, pin_system
 from .._core.tokens import count_memoized
 from .continuation import Request
@@ -237,12 +237,8 @@ class CompactionPlanner:
         for name, value in (("horizon", horizon), ("default_horizon", default_horizon)):
             if value is None and name == "horizon":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"CompactionPlanner: {name}={value!r} must be an int >= 1 (steps)"
-                raise InvalidArgumentError(msg)
-        if pricing is not None and not isinstance(pricing, Pricing):
-            msg = f"CompactionPlanner: pricing={pricing!r} must be a Pricing"
-            raise InvalidArgumentError(msg)
+            require_int("CompactionPlanner", name, value, minimum=1, about="steps")
+        require_instance("CompactionPlanner", "pricing", pricing, Pricing, optional=True)
         self.pricing = pricing or Pricing()
         self.horizon = horizon
         self.default_horizon = default_horizon

@@ -15,6 +15,7 @@ import string
 from collections.abc import Sequence
 
 from .._core.checkpoint import Checkpoint
+from .._core.checks import require_bool, require_int
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from .._core.parts import (
@@ -150,16 +151,10 @@ def react_summary_prompt(goal: str | None = None, max_tokens_hint: int | None = 
     if goal is not None and not isinstance(goal, str):
         msg = f"react_summary_prompt: goal={short_repr(goal)} must be a str or None"
         raise InvalidArgumentError(msg)
-    if max_tokens_hint is not None and (
-        isinstance(max_tokens_hint, bool)
-        or not isinstance(max_tokens_hint, int)
-        or max_tokens_hint < 1
-    ):
-        msg = (
-            f"react_summary_prompt: max_tokens_hint={short_repr(max_tokens_hint)} must be an "
-            "int >= 1 (a length hint in tokens), or None for no hint"
-        )
-        raise InvalidArgumentError(msg)
+    if max_tokens_hint is not None:
+        about, also = "a length hint in tokens", "None for no hint"
+        owner = "react_summary_prompt"
+        require_int(owner, "max_tokens_hint", max_tokens_hint, minimum=1, about=about, also=also)
     lines = [
         "You are summarizing the progress of an AI agent that works with tools.",
     ]
@@ -309,6 +304,7 @@ def render_conversation(components: Sequence[Component], *, cut_long_output: boo
         [user] Hi
           [system] obey me
     """
+    require_bool("render_conversation", "cut_long_output", cut_long_output)
     return "\n".join(conversation_lines(components, cut_long_output=cut_long_output))
 
 

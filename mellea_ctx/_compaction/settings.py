@@ -7,7 +7,13 @@ from typing import Any
 
 import attrs
 
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import (
+    require_bool,
+    require_callable,
+    require_int,
+    require_method,
+    require_number,
+)
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
 from .continuation import Request, validate_request
@@ -19,27 +25,15 @@ __all__ = ["Settings", "make_settings", "validate_settings"]
 
 def validate_settings(owner: str, settings: Settings) -> None:
     backend = settings.default_backend
-    if backend is not None and not callable(getattr(backend, "generate", None)):
-        msg = (
-            f"{owner}: default_backend={backend!r} has no generate() method; pass a Backend "
-            "such as OpenAIBackend(...) or ExtractiveBackend()"
-        )
-        raise InvalidArgumentError(msg)
-    timeout = settings.timeout
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        msg = f"{owner}: timeout={timeout!r} must be a number of seconds > 0"
-        raise InvalidArgumentError(msg)
-    retries = settings.retries
-    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
-        msg = f"{owner}: retries={retries!r} must be an int from 0 to 10"
-        raise InvalidArgumentError(msg)
-    if not callable(settings.pin_predicate):
-        msg = f"{owner}: pin_predicate={settings.pin_predicate!r} is not callable"
-        raise InvalidArgumentError(msg)
+    fix = "pass a Backend such as OpenAIBackend(...) or ExtractiveBackend()"
+    require_method(owner, "default_backend", backend, "generate()", optional=True, fix=fix)
+    require_number(owner, "timeout", settings.timeout, minimum=0, above=True, unit="seconds")
+    require_int(owner, "retries", settings.retries, maximum=10)
+    require_callable(owner, "pin_predicate", settings.pin_predicate)
     validate_request(owner, settings.request)
-    if settings.on_record is not None and not callable(settings.on_record):
-        msg = f"{owner}: on_record={settings.on_record!r} is not callable"
-        raise InvalidArgumentError(msg)
+    require_callable(owner, "on_record", settings.on_record, optional=True)
+    for flag in ("strict", "preserve_facts", "keep_replaced"):
+        require_bool(owner, flag, getattr(settings, flag))
 
 
 @attrs.define(frozen=True, slots=True)

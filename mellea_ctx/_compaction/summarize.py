@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_int
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, inline_backoff
 from .backoff import backed_off, validate_backoff
@@ -127,12 +127,8 @@ class LLMSummarizeCompactor:
         reasoning_effort: str | None = "low",
         request: Request = "quoted",
     ) -> None:
-        if isinstance(keep_n, bool) or not isinstance(keep_n, int) or keep_n < 0:
-            msg = (
-                f"LLMSummarizeCompactor: keep_n={keep_n!r} must be an int >= 0; "
-                "pass 0 to summarize the whole body"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "pass 0 to summarize the whole body"
+        require_int("LLMSummarizeCompactor", "keep_n", keep_n, fix=fix)
         self.keep_n = keep_n
         self.backoff_adds = validate_backoff("LLMSummarizeCompactor", backoff_adds)
         self.settings = make_settings(

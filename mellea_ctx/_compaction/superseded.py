@@ -19,6 +19,7 @@ import attrs
 from pyrsistent import PMap, pmap
 
 from .._core.boundaries import prefix_end
+from .._core.checks import require_callable, require_int
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
@@ -95,14 +96,10 @@ class SupersededReadsCompactor(InlineCompactor):
     on_record: RecordHook | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        value = self.min_clear_tokens
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            msg = f"SupersededReadsCompactor: min_clear_tokens={value!r} must be an int >= 0"
-            raise InvalidArgumentError(msg)
-        validate_pin("SupersededReadsCompactor", self.pin_predicate)
-        if self.on_record is not None and not callable(self.on_record):
-            msg = f"SupersededReadsCompactor: on_record={self.on_record!r} is not callable"
-            raise InvalidArgumentError(msg)
+        owner = "SupersededReadsCompactor"
+        require_int(owner, "min_clear_tokens", self.min_clear_tokens)
+        validate_pin(owner, self.pin_predicate)
+        require_callable(owner, "on_record", self.on_record, optional=True)
 
     def superseded(self, items: list[Component]) -> dict[int, str]:
         """Return the indices of superseded read results, each with its placeholder note."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._core.checks import require_callable, require_int, require_method
 from .._core.exceptions import InvalidArgumentError
 from .._core.protocols import (
     Compactor,
@@ -107,13 +108,9 @@ class TieredCompactor(InlineCompactor):
         if not self.tiers:
             msg = f"{owner}: tiers=() is empty; pass compactors, cheapest first"
             raise InvalidArgumentError(msg)
-        for tier in self.tiers:
-            if not callable(getattr(tier, "compact", None)):
-                msg = (
-                    f"{owner}: tier {tier!r} has no compact() method; pass compactors such "
-                    "as ClearToolResultsCompactor() or TokenBudgetCompactor(...)"
-                )
-                raise InvalidArgumentError(msg)
+        fix = "pass compactors such as ClearToolResultsCompactor() or TokenBudgetCompactor(...)"
+        for index, tier in enumerate(self.tiers):
+            require_method(owner, f"tiers[{index}]", tier, "compact()", fix=fix)
         self.max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
         target = max_tokens if target_tokens is None else target_tokens
         self.target_tokens = resolve_budget(owner, "target_tokens", target, window)
@@ -123,16 +120,8 @@ class TieredCompactor(InlineCompactor):
                 f"max_tokens={max_tokens!r} ({self.max_tokens} tokens); aim at or below the trigger"
             )
             raise InvalidArgumentError(msg)
-        if isinstance(reserve_tokens, bool) or not isinstance(reserve_tokens, int):
-            msg = f"{owner}: reserve_tokens={reserve_tokens!r} must be an int >= 0 (tokens)"
-            raise InvalidArgumentError(msg)
-        if reserve_tokens < 0:
-            msg = f"{owner}: reserve_tokens={reserve_tokens!r} must be an int >= 0 (tokens)"
-            raise InvalidArgumentError(msg)
-        self.reserve_tokens = reserve_tokens
-        if on_record is not None and not callable(on_record):
-            msg = f"{owner}: on_record={on_record!r} is not callable"
-            raise InvalidArgumentError(msg)
+        self.reserve_tokens = require_int(owner, "reserve_tokens", reserve_tokens, unit="tokens")
+        require_callable(owner, "on_record", on_record, optional=True)
         self.on_record = on_record
         self.planner = planner
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
+from .._core.checks import require_choice, require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, InlineCompactor, inline_backoff
@@ -138,9 +139,9 @@ class TokenBudgetCompactor(InlineCompactor):
             max_tokens = resolve_budget(owner, "max_tokens", max_tokens, window)
             if target_tokens is not None:
                 target_tokens = resolve_budget(owner, "target_tokens", target_tokens, window)
-        _positive(owner, "max_tokens", max_tokens)
+        require_int(owner, "max_tokens", max_tokens, minimum=1, unit="tokens")
         target = max_tokens if target_tokens is None else target_tokens
-        _positive(owner, "target_tokens", target)
+        require_int(owner, "target_tokens", target, minimum=1, unit="tokens")
         assert isinstance(max_tokens, int) and isinstance(target, int)
         if target > max_tokens:
             msg = (
@@ -149,14 +150,10 @@ class TokenBudgetCompactor(InlineCompactor):
             )
             raise InvalidArgumentError(msg)
         keep = target // 4 if keep_recent_tokens is None else keep_recent_tokens
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
-            msg = f"{owner}: keep_recent_tokens={keep!r} must be an int >= 0"
-            raise InvalidArgumentError(msg)
+        require_int(owner, "keep_recent_tokens", keep)
         reserve = min(4_096, max(64, target // 8)) if summary_tokens is None else summary_tokens
-        _positive(owner, "summary_tokens", reserve)
-        if boundary not in ("auto", "user_turn", "model_step"):
-            msg = f"{owner}: boundary={boundary!r} must be 'auto', 'user_turn' or 'model_step'"
-            raise InvalidArgumentError(msg)
+        require_int(owner, "summary_tokens", reserve, minimum=1, unit="tokens")
+        require_choice(owner, "boundary", boundary, ("auto", "user_turn", "model_step"))
         self.boundary = boundary
         self.backoff_adds = validate_backoff(owner, backoff_adds)
         options = with_reasoning_effort(owner, model_options, reasoning_effort)
@@ -337,9 +334,3 @@ class TokenBudgetCompactor(InlineCompactor):
             f"TokenBudgetCompactor(max_tokens={self.max_tokens}, "
             f"target_tokens={self.target_tokens}, keep_recent_tokens={self.keep_recent_tokens})"
         )
-
-
-def _positive(owner: str, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        msg = f"{owner}: {name}={value!r} must be an int > 0 (tokens)"
-        raise InvalidArgumentError(msg)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_callable, require_choice, require_int, require_method
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import (
     Compactor,
@@ -38,12 +38,8 @@ __all__ = ["ThresholdCompactor", "WindowCompactor"]
 
 
 def validate_pin(owner: str, pin_predicate: object) -> None:
-    if not callable(pin_predicate):
-        msg = (
-            f"{owner}: pin_predicate={pin_predicate!r} is not callable; "
-            "pass a function such as pin_system or pin_nothing"
-        )
-        raise InvalidArgumentError(msg)
+    fix = "pass a function such as pin_system or pin_nothing"
+    require_callable(owner, "pin_predicate", pin_predicate, fix=fix)
 
 
 @attrs.define(frozen=True, slots=True)
@@ -85,13 +81,8 @@ class WindowCompactor(InlineCompactor):
     pin_predicate: PinPredicate = pin_system
 
     def __attrs_post_init__(self) -> None:
-        size = self.size
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            msg = (
-                f"WindowCompactor: size={size!r} must be an int >= 0; "
-                "pass 0 to keep only the pinned prefix"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "pass 0 to keep only the pinned prefix"
+        require_int("WindowCompactor", "size", self.size, fix=fix)
         validate_pin("WindowCompactor", self.pin_predicate)
 
     def compact(
@@ -197,25 +188,13 @@ class ThresholdCompactor(InlineCompactor):
         if isinstance(self.threshold, float):  # a fraction of the window, resolved once
             tokens = resolve_budget("ThresholdCompactor", "threshold", self.threshold, self.window)
             object.__setattr__(self, "threshold", tokens)
-        if not callable(getattr(self.inner, "compact", None)):
-            msg = (
-                f"ThresholdCompactor: inner={self.inner!r} has no compact() method; "
-                "pass a compactor such as WindowCompactor(size=20)"
-            )
-            raise InvalidArgumentError(msg)
-        threshold = self.threshold
-        if not isinstance(threshold, int) or isinstance(threshold, bool):
-            msg = (
-                f"ThresholdCompactor: threshold={threshold!r} must be an int "
-                "(tokens); pass 0 to disable the gate"
-            )
-            raise InvalidArgumentError(msg)
-        if self.measure not in ("tokens", "usage"):
-            msg = (
-                f"ThresholdCompactor: measure={self.measure!r} must be 'tokens' "
-                "(exact running total) or 'usage' (provider-reported)"
-            )
-            raise InvalidArgumentError(msg)
+        owner = "ThresholdCompactor"
+        fix = "pass a compactor such as WindowCompactor(size=20)"
+        require_method(owner, "inner", self.inner, "compact()", fix=fix)
+        fix = "pass 0 to disable the gate"
+        require_int(owner, "threshold", self.threshold, minimum=None, unit="tokens", fix=fix)
+        measures = {"tokens": "exact running total", "usage": "provider-reported"}
+        require_choice(owner, "measure", self.measure, measures)
 
     def reading(self, ctx: ChatContext) -> int | None:
         """Return the size the gate compares with ``threshold`` (``None``: no reading yet)."""

@@ -9,7 +9,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PMap
 
-from .checks import field_error, text_validator
+from .checks import field_error, require_int, text_validator
 from .exceptions import InvalidComponentError
 from .parts import EMPTY, to_extra
 from .reprs import short_repr
@@ -114,6 +114,7 @@ class Usage:
     def _check(self, *fields: str) -> None:
         for field in fields:
             value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
-                expected = "must be an int from 0 to 2**63 - 1"
-                raise field_error("Usage", field, value, expected, "pass the provider's count")
+            fix = "pass the provider's count"
+            require_int(
+                "Usage", field, value, maximum=MAX_COUNT, fix=fix, error=InvalidComponentError
+            )

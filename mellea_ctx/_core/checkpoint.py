@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .calls import MAX_COUNT
-from .checks import require_str, text_validator, tuple_of
+from .checks import require_instance, require_int, require_str, text_validator, tuple_of
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .ledger import Ledger, LedgerEntry, render_entries
@@ -47,10 +47,7 @@ def _span(value: Iterable[Component]) -> tuple[Component, ...]:
 
 
 def _ledger(value: object) -> Ledger:
-    if isinstance(value, Ledger):
-        return value
-    msg = f"Checkpoint: ledger={short_repr(value)} must be a Ledger"
-    raise InvalidArgumentError(msg)
+    return require_instance("Checkpoint", "ledger", value, Ledger)  # type: ignore[no-any-return]
 
 
 def _shown(value: object) -> tuple[str, ...] | None:
@@ -121,12 +118,7 @@ class Checkpoint(Component):
     def _render(self) -> str:
         # Defaults are computed before validators run: check what is used here first.
         require_str("Checkpoint", "summary", self.summary, allow_empty=False)
-        count: Any = self.replaced_count
-        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_COUNT:
-            msg = (
-                f"Checkpoint: replaced_count={short_repr(count)} must be an int from 0 to 2**63 - 1"
-            )
-            raise InvalidArgumentError(msg)
+        require_int("Checkpoint", "replaced_count", self.replaced_count, maximum=MAX_COUNT)
         shown = self.shown_entries()
         # A record gives no instructions, but the user's standing rules it carries still hold:
         # saying otherwise would tell the model to drop them.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .checks import require_int
 from .components import ToolMessage
 from .exceptions import InvalidArgumentError
 from .reprs import short_repr
@@ -45,6 +46,10 @@ def cleared_text(original: ToolMessage, tokens: int, note: str | None = None) ->
         + (note or "Call the tool again if you need it.")
         + "]"
     )
+
+
+def _removed_tokens(_instance: object, _attribute: object, value: object) -> None:
+    require_int("ClearedToolResult", "removed_tokens", value)
 
 
 def _original(_instance: object, _attribute: object, value: Any) -> None:
@@ -94,7 +99,9 @@ class ClearedToolResult(ToolMessage):
     replaced: ChatContext | None = attrs.field(
         default=None, kw_only=True, eq=False, hash=False, repr=False, validator=_replaced
     )
-    removed_tokens: int = attrs.field(default=0, kw_only=True, eq=False, hash=False)
+    removed_tokens: int = attrs.field(
+        default=0, kw_only=True, eq=False, hash=False, validator=_removed_tokens
+    )
 
     @classmethod
     def of(

@@ -31,10 +31,12 @@ from pyrsistent import PMap
 from .calls import ToolCall, Usage
 from .checks import (
     field_error,
+    flag_validator,
     image_tuple,
     is_plain,
     optional_text_validator,
     parts_converter,
+    require_bool,
     require_str,
     text_of,
     text_validator,
@@ -270,9 +272,7 @@ class Message(Component):
                 "move the calls to an assistant message",
             )
         if type(self.structured) is not bool:
-            raise field_error(
-                "Message", "structured", self.structured, "must be a bool", "pass True"
-            )
+            require_bool("Message", "structured", self.structured, error=InvalidComponentError)
 
     @property
     def content(self) -> str:
@@ -305,7 +305,7 @@ def _image_part(ref: str) -> ImagePart:
 
 def _is_error(_instance: object, _attribute: object, value: object) -> None:
     if type(value) is not bool:
-        raise field_error("ToolMessage", "is_error", value, "must be a bool", "pass True or False")
+        require_bool("ToolMessage", "is_error", value, error=InvalidComponentError)
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True, repr=False)
@@ -342,7 +342,9 @@ class ToolMessage(Component):
     is_error: bool = attrs.field(default=False, kw_only=True, validator=_is_error)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
     structured: bool = attrs.field(
-        default=attrs.Factory(_structured, takes_self=True), kw_only=True
+        default=attrs.Factory(_structured, takes_self=True),
+        kw_only=True,
+        validator=flag_validator("ToolMessage"),
     )
 
     @property
@@ -401,7 +403,9 @@ class ModelOutputThunk(Component):
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), kw_only=True, converter=_thunk_calls)
     usage: Usage | None = attrs.field(default=None, kw_only=True, validator=_usage)
     extra: PMap[str, Any] = attrs.field(default=EMPTY, kw_only=True, converter=to_extra)
-    structured: bool = attrs.field(default=False, kw_only=True)
+    structured: bool = attrs.field(
+        default=False, kw_only=True, validator=flag_validator("ModelOutputThunk")
+    )
 
     def __init__(
         self,

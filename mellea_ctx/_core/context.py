@@ -23,6 +23,7 @@ from .boundaries import (
     turn_start,
     window_cut,
 )
+from .checks import require_int, require_method
 from .components import Component, ModelOutputThunk
 from .exceptions import (
     CompactionError,
@@ -97,20 +98,13 @@ class ChatContext(Node):
         counter: TokenCounter | None = None,
     ) -> None:
         _check_compactor("ChatContext", compactor, window_size)
-        if window_size is not None and (
-            not isinstance(window_size, int) or isinstance(window_size, bool) or window_size < 0
-        ):
-            msg = (
-                f"ChatContext: window_size={window_size!r} must be an int >= 0; "
-                "pass None to show the whole history"
-            )
-            raise InvalidArgumentError(msg)
-        if counter is not None and not callable(getattr(counter, "count", None)):
-            msg = (
-                f"ChatContext: counter={counter!r} has no count(component) method; "
-                "pass a TokenCounter such as TiktokenCounter()"
-            )
-            raise InvalidArgumentError(msg)
+        if window_size is not None:
+            fix = "pass None to show the whole history"
+            require_int("ChatContext", "window_size", window_size, fix=fix)
+        fix = "pass a TokenCounter such as TiktokenCounter()"
+        require_method(
+            "ChatContext", "counter", counter, "count(component)", optional=True, fix=fix
+        )
         self._previous = None
         self._data = None
         self._compactor = compactor
@@ -386,12 +380,8 @@ class ChatContext(Node):
             >>> ctx.with_backoff(4).compaction_backoff, ctx.with_backoff(0) is ctx
             (4, True)
         """
-        if adds.__class__ is not int or adds < 0:
-            msg = (
-                f"ChatContext.with_backoff: adds={adds!r} must be an int >= 0; "
-                "pass 0 to try again on the next add"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "pass 0 to try again on the next add"
+        require_int("ChatContext.with_backoff", "adds", adds, fix=fix)
         if adds == 0:
             return self
         node = self._copy()
@@ -477,13 +467,7 @@ class ChatContext(Node):
         if last_n_components is None:
             body = self._buf[self._start : self._end]
             return [*self._head, *body] if self._head else body
-        if (
-            not isinstance(last_n_components, int)
-            or isinstance(last_n_components, bool)
-            or last_n_components < 0
-        ):
-            msg = f"as_list: last_n_components={last_n_components!r} must be an int >= 0 or None"
-            raise InvalidArgumentError(msg)
+        require_int("as_list", "last_n_components", last_n_components, also="None")
         items = self.as_list()
         # Negative slicing: asking for more than there is returns everything.
         return items[-last_n_components:] if last_n_components else []

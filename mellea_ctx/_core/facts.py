@@ -33,6 +33,7 @@ from typing import Literal
 import attrs
 
 from .checkpoint import Checkpoint
+from .checks import require_int
 from .components import Component
 from .fact_patterns import Candidate, scan
 
@@ -153,6 +154,9 @@ def extract_facts(
         >>> [(f.kind, f.text) for f in facts]  # the path travels inside the constraint
         [('constraint', 'Never touch config/prod.yaml.'), ('quantity', '30 s')]
     """
+    for name, value in (("limit", limit), ("max_chars", max_chars)):
+        if value is not None:
+            require_int("extract_facts", name, value, also="None for fact_budget's")
     covered = sum(max(c.replaced_count, 1) if isinstance(c, Checkpoint) else 1 for c in components)
     default_limit, default_chars = fact_budget(covered)
     limit = default_limit if limit is None else limit

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import attrs
 
+from .checks import require_bool
+
 if TYPE_CHECKING:
     from .components import Component
 
@@ -953,6 +955,7 @@ def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Led
         [('rule', 'Update: never exceed $800 without explicit approval.', \
 ('Never exceed $500 without explicit approval.',))]
     """
+    require_bool("derive_ledger", "names", names)
     from .checkpoint import Checkpoint  # here: checkpoint imports this module
 
     ledger = Ledger()

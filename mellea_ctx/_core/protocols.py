@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .checks import require_bool, require_int
 from .components import Component, ModelOutputThunk
 from .tools import Tool
 
@@ -121,6 +122,7 @@ def inline_backoff(adds: int) -> int:
         >>> inline_backoff(8)  # outside ChatContext.add: a call of your own never waits
         0
     """
+    require_int("inline_backoff", "adds", adds)
     return adds if _riding_inline.get() else 0
 
 
@@ -179,6 +181,7 @@ def compact_with(
     class. ``force`` and ``instructions`` reach it when its ``compact`` takes
     them (or ``**kwargs``).
     """
+    require_bool("compact_with", "force", force)
     run = compactor.compact
     result: ChatContext = run(ctx, backend=backend, **_options(run, force, instructions))
     return result
@@ -193,6 +196,7 @@ async def acompact_with(
     instructions: str | None = None,
 ) -> ChatContext:
     """Await ``compactor.acompact`` (or call ``compact``) with the options it accepts."""
+    require_bool("acompact_with", "force", force)
     run = getattr(compactor, "acompact", None)
     if run is None:
         return compact_with(compactor, ctx, backend=backend, force=force, instructions=instructions)

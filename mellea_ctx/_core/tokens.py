@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
+from .checks import require_choice, require_int
 from .components import Component
 from .encoding import load_o200k_base
 from .exceptions import InvalidArgumentError
@@ -189,15 +190,9 @@ class TiktokenCounter:
             value = getattr(self, field)
             if field == "image_tokens" and value is None:
                 continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                msg = f"TiktokenCounter: {field}={value!r} must be an int >= 0"
-                raise InvalidArgumentError(msg)
-        if self.images not in ("openai", "anthropic"):
-            msg = (
-                f"TiktokenCounter: images={self.images!r} must be 'openai' or 'anthropic' "
-                "(whose published formula prices an image)"
-            )
-            raise InvalidArgumentError(msg)
+            require_int("TiktokenCounter", field, value)
+        fix = "the two whose published formula prices an image"
+        require_choice("TiktokenCounter", "images", self.images, ("openai", "anthropic"), fix=fix)
 
     @property
     def encoding(self) -> tiktoken.Encoding:

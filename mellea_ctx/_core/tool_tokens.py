@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
+from .checks import require_choice
 from .encoding import load_o200k_base
-from .exceptions import InvalidArgumentError
 from .tools import Tool
 
 __all__ = ["Framing", "count_tool_definitions", "request_overhead", "request_tools"]
@@ -99,9 +99,7 @@ def count_tool_definitions(tools: Iterable[Tool], framing: Framing = "openai") -
         >>> count_tool_definitions([])
         0
     """
-    if framing not in ("openai", "anthropic"):
-        msg = f"framing={framing!r} must be 'openai' or 'anthropic'"
-        raise InvalidArgumentError(msg)
+    require_choice("", "framing", framing, ("openai", "anthropic"))
     listed = list(tools)
     if not listed:
         return 0

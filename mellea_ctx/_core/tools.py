@@ -20,6 +20,7 @@ from typing import Any, Literal, Union, get_args, get_origin, overload
 
 import attrs
 
+from .checks import flag_validator
 from .exceptions import InvalidArgumentError
 
 __all__ = ["Tool", "ToolArgumentError", "tool", "tool_schema"]
@@ -165,7 +166,9 @@ class Tool:
     description: str
     schema_json: str
     function: Callable[..., Any] = attrs.field(eq=False, repr=False)
-    deferred: bool = False
+    deferred: bool = attrs.field(
+        default=False, validator=flag_validator("Tool", error=InvalidArgumentError)
+    )
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import time
 import weakref
 from typing import Any, Protocol, runtime_checkable
 
-from .._core.exceptions import InvalidArgumentError
+from .._core.checks import require_number
 
 __all__ = [
     "AsyncSessionLeases",
@@ -115,16 +115,11 @@ def leases_of(store: object) -> SessionLeases | AsyncSessionLeases:
 
 def check_ttl(owner: str, name: str, value: object, *, allow_zero: bool) -> float:
     """Return ``value`` as seconds if it is a finite number > 0 (or >= 0 when allowed)."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    seconds = float(value) if number else -1.0  # type: ignore[arg-type]
-    if not seconds < float("inf") or seconds < 0 or (seconds == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        msg = (
-            f"{owner}: {name}={value!r} must be a number of seconds {bound}; "
-            "pass e.g. lease=60.0 (longer than a compaction takes) and wait=0.0"
-        )
-        raise InvalidArgumentError(msg)
-    return seconds
+    fix = "pass e.g. lease=60.0 (longer than a compaction takes) and wait=0.0"
+    above = not allow_zero
+    return float(
+        require_number(owner, name, value, minimum=0, above=above, unit="seconds", fix=fix)
+    )
 
 
 def acquire(leases: SessionLeases, session_id: str, holder: str, ttl: float, wait: float) -> bool:

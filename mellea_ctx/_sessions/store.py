@@ -42,9 +42,9 @@ from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
+from .._core.checks import argument_error, require_int
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError
-from .._core.reprs import short_repr
 from .._formats.serialize import component_from_record, component_to_record
 
 __all__ = ["MAX_SESSION_ID_LENGTH", "SessionStore", "StoredSession"]
@@ -136,14 +136,11 @@ def check_session_id(owner: str, session_id: object) -> str:
             than :data:`MAX_SESSION_ID_LENGTH` characters.
     """
     if not isinstance(session_id, str):
-        msg = (
-            f"{owner}: session_id={session_id!r} must be a str, got {type(session_id).__name__}; "
-            "pass str(...) of your id"
-        )
-        raise InvalidArgumentError(msg)
+        expected = f"must be a str, got {type(session_id).__name__}"
+        raise argument_error(owner, "session_id", session_id, expected, "pass str(...) of your id")
     if not session_id:
-        msg = f"{owner}: session_id='' must not be empty; pass the conversation's id"
-        raise InvalidArgumentError(msg)
+        fix = "pass the conversation's id"
+        raise argument_error(owner, "session_id", session_id, "must not be empty", fix)
     if len(session_id) > MAX_SESSION_ID_LENGTH:
         msg = (
             f"{owner}: session_id={_shown(session_id)} is {len(session_id)} characters, "
@@ -160,17 +157,8 @@ def check_version(owner: str, expected_version: object) -> int:
     Raises:
         InvalidArgumentError: Otherwise.
     """
-    if (
-        not isinstance(expected_version, int)
-        or isinstance(expected_version, bool)
-        or expected_version < 0
-    ):
-        msg = (
-            f"{owner}: expected_version={expected_version!r} must be an int >= 0; pass the "
-            "version of the snapshot this write is based on (0 for a new session)"
-        )
-        raise InvalidArgumentError(msg)
-    return expected_version
+    fix = "pass the version of the snapshot this write is based on (0 for a new session)"
+    return require_int(owner, "expected_version", expected_version, fix=fix)
 
 
 def check_components(
@@ -186,19 +174,17 @@ def check_components(
     if isinstance(components, (str, bytes, Mapping, Component)) or not isinstance(
         components, Iterable
     ):
-        msg = (
-            f"{owner}: components={short_repr(components)} must be a sequence of components; "
-            "wrap a single component in a tuple"
-        )
-        raise InvalidArgumentError(msg)
+        expected = "must be a sequence of components"
+        fix = "wrap a single component in a tuple"
+        raise argument_error(owner, "components", components, expected, fix)
     items = tuple(components)
     for index, item in enumerate(items):
         if not isinstance(item, Component):
-            msg = (
-                f"{owner}: components[{index}]={short_repr(item)} is not a Component; "
-                "wrap text as Message('user', text)"
+            fix = "wrap text as Message('user', text)"
+            name = f"components[{index}]"
+            raise argument_error(
+                owner, name, item, "is not a Component", fix, error=InvalidComponentError
             )
-            raise InvalidComponentError(msg)
     if not items and not allow_empty:
         msg = f"{owner}: components=() is empty; pass at least one component to append"
         raise InvalidArgumentError(msg)
@@ -212,17 +198,12 @@ def check_meta(owner: str, key: object, value: object) -> tuple[str, str | None]
         InvalidArgumentError: Otherwise.
     """
     if not isinstance(key, str) or not key or len(key) > MAX_SESSION_ID_LENGTH:
-        msg = (
-            f"{owner}: key={key!r} must be a non-empty str of at most "
-            f"{MAX_SESSION_ID_LENGTH} characters; name the metadata, e.g. 'tool_search'"
-        )
-        raise InvalidArgumentError(msg)
+        expected = f"must be a non-empty str of at most {MAX_SESSION_ID_LENGTH} characters"
+        raise argument_error(owner, "key", key, expected, "name the metadata, e.g. 'tool_search'")
     if value is not None and not isinstance(value, str):
-        msg = (
-            f"{owner}: value={value!r} must be a str, or None to delete {key!r}; "
-            "serialise structured data with json.dumps()"
-        )
-        raise InvalidArgumentError(msg)
+        expected = f"must be a str, or None to delete {key!r}"
+        fix = "serialise structured data with json.dumps()"
+        raise argument_error(owner, "value", value, expected, fix)
     _check_text(owner, "key", key)
     if value is not None:
         _check_text(owner, "value", value)

@@ -66,6 +66,7 @@ from mellea_ctx import (
 )
 from mellea_ctx import ContextOverflowError as WindowOverflow
 from mellea_ctx import ToolMessage as ToolResult
+from mellea_ctx._core.checks import require_int, require_method
 from mellea_ctx._core.parts import (
     AudioPart,
     DocumentPart,
@@ -533,9 +534,7 @@ def trim_to_tokens(
         >>> [m.content for m in trim_to_tokens(history, 60)]
         ['b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b b ', 'c']
     """  # noqa: E501
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
-        msg = f"trim_to_tokens: max_tokens={max_tokens!r} must be an int >= 0"
-        raise InvalidArgumentError(msg)
+    require_int("trim_to_tokens", "max_tokens", max_tokens)
     from mellea_ctx import WindowCompactor, default_counter
 
     count = token_counter(counter) or default_counter()
@@ -691,12 +690,8 @@ class CompactionMiddleware(AgentMiddleware):
         tools: Sequence[Any] = (),
     ) -> None:
         super().__init__()
-        if not callable(getattr(compactor, "compact", None)):
-            msg = (
-                f"CompactionMiddleware: compactor={compactor!r} has no compact method; "
-                "pass one of mellea_ctx's compactors"
-            )
-            raise InvalidArgumentError(msg)
+        fix = "pass one of mellea_ctx's compactors"
+        require_method("CompactionMiddleware", "compactor", compactor, "compact()", fix=fix)
         self.compactor = compactor
         self.backend = backend
         self.counter = token_counter(counter)

@@ -43,6 +43,7 @@ from mellea_ctx import (
     from_responses,
     to_responses,
 )
+from mellea_ctx._core.checks import require_method
 
 from ._runner import acompact_pairs, definitions_tokens
 
@@ -130,12 +131,9 @@ def agent_tools_tokens(agent: Any) -> int:
 
 
 def _check(where: str, compactor: object) -> None:
-    if not callable(getattr(compactor, "compact", None)):
-        msg = (
-            f"{where}: compactor={compactor!r} has no compact method; "
-            "pass one of mellea_ctx's compactors"
-        )
-        raise InvalidArgumentError(msg)
+    require_method(
+        where, "compactor", compactor, "compact()", fix="pass one of mellea_ctx's compactors"
+    )
 
 
 def _accepts_wrapper(method: object) -> bool:

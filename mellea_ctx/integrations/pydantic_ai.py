@@ -45,7 +45,6 @@ from mellea_ctx import (
     Backend,
     Compactor,
     Component,
-    InvalidArgumentError,
     Message,
     ModelOutputThunk,
     TokenCounter,
@@ -58,6 +57,7 @@ from mellea_ctx import (
     component_to_record,
     default_counter,
 )
+from mellea_ctx._core.checks import require_choice, require_method
 from mellea_ctx._core.parts import OpaquePart, Part, TextPart, ThinkingPart
 
 from ._runner import context_of, definitions_tokens, overhead
@@ -303,12 +303,8 @@ class ModelBackend:
 
 
 def _check(compactor: object) -> None:
-    if not callable(getattr(compactor, "compact", None)):
-        msg = (
-            f"history_processor: compactor={compactor!r} has no compact method; "
-            "pass one of mellea_ctx's compactors"
-        )
-        raise InvalidArgumentError(msg)
+    fix = "pass one of mellea_ctx's compactors"
+    require_method("history_processor", "compactor", compactor, "compact()", fix=fix)
 
 
 def _tail_start(messages: Sequence[pai.ModelMessage]) -> int:
@@ -405,9 +401,7 @@ def history_processor(
         True
     """
     _check(compactor)
-    if mode not in ("async", "sync"):
-        msg = f"history_processor: mode={mode!r} must be 'async' or 'sync'"
-        raise InvalidArgumentError(msg)
+    require_choice("history_processor", "mode", mode, ("async", "sync"))
     count = counter or default_counter()
 
     def prepare(

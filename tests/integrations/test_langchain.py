@@ -256,5 +256,5 @@ class TestAgentMiddleware:
 
     def test_bad_compactor_is_refused(self) -> None:
         """A compactor without a compact method is refused at construction."""
-        with pytest.raises(InvalidArgumentError, match="has no compact method"):
+        with pytest.raises(InvalidArgumentError, match=r"has no compact\(\) method"):
             CompactionMiddleware(object())  # type: ignore[arg-type]

@@ -142,7 +142,7 @@ class TestHistoryProcessor:
 
     def test_bad_arguments_are_refused(self) -> None:
         """A compactor without compact, or an unknown mode, is refused clearly."""
-        with pytest.raises(InvalidArgumentError, match="has no compact method"):
+        with pytest.raises(InvalidArgumentError, match=r"has no compact\(\) method"):
             history_processor(object())  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentError, match="mode='later' must be"):
             history_processor(WindowCompactor(size=1), mode="later")  # type: ignore[call-overload]
