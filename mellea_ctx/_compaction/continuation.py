@@ -26,7 +26,7 @@ from .._core.protocols import Backend
 from .._core.reprs import short_repr
 from .._core.tool_tokens import Framing, count_tool_definitions, request_tools
 from .._core.tools import Tool
-from .prompts import quote
+from .._formats.quoted import quote
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext

@@ -40,10 +40,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.calls import ToolCall
-from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from .._core.exceptions import InvalidComponentError, InvalidContextError
-from .._core.parts import (
+from ..._core.calls import ToolCall
+from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
+from ..._core.exceptions import InvalidComponentError, InvalidContextError
+from ..._core.parts import (
     DATA_URI,
     AudioPart,
     DocumentPart,
@@ -57,8 +57,8 @@ from .._core.parts import (
     assert_never,
     thaw_json,
 )
-from .._core.reprs import short_repr
-from .notes import note, provider_keys, report_losses, with_notes
+from ..._core.reprs import short_repr
+from ..notes import note, provider_keys, report_losses, with_notes
 
 __all__ = [
     "ITEM_FIELDS",

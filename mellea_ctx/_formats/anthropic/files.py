@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._core.components import Component
-from .._core.exceptions import InvalidContextError
-from .anthropic import read_turns
-from .locate import array_labels
+from ..._core.components import Component
+from ..._core.exceptions import InvalidContextError
+from ..locate import array_labels
+from .read import read_turns
 
-__all__ = ["looks_anthropic", "parse_anthropic"]
+__all__ = ["looks_anthropic", "parse_anthropic", "units"]
 
 #: Content block types only the Anthropic Messages API has.
 _ANTHROPIC_BLOCKS: Final = frozenset(
@@ -104,3 +104,11 @@ def parse_anthropic(
         )
         raise InvalidContextError(msg)
     return components, locations, None
+
+
+def units(document: Any) -> list[Any]:
+    """A document's turns: a bare array, or a body's ``messages``."""
+    if isinstance(document, list):
+        return list(document)
+    held = document.get("messages") if isinstance(document, dict) else None
+    return list(held) if isinstance(held, list) else []

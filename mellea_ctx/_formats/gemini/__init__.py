@@ -45,10 +45,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.calls import ToolCall
-from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from .._core.exceptions import InvalidComponentError, InvalidContextError
-from .._core.parts import (
+from ..._core.calls import ToolCall
+from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
+from ..._core.exceptions import InvalidComponentError, InvalidContextError
+from ..._core.parts import (
     AudioPart,
     DocumentPart,
     ImagePart,
@@ -61,8 +61,8 @@ from .._core.parts import (
     assert_never,
     thaw_json,
 )
-from .._core.reprs import short_repr
-from .notes import OPENER, note, provider_keys, report_losses, with_notes
+from ..._core.reprs import short_repr
+from ..notes import OPENER, note, provider_keys, report_losses, with_notes
 
 __all__ = [
     "CONTENT_FIELDS",

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
-from .._core.parts import (
+from ..._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
+from ..._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ..._core.parts import (
     DATA_URI,
     AudioPart,
     DocumentPart,
@@ -29,8 +29,8 @@ from .._core.parts import (
     TextPart,
     ThinkingPart,
 )
-from .._core.reprs import short_repr
-from .notes import with_notes
+from ..._core.reprs import short_repr
+from ..notes import with_notes
 
 __all__ = ["OPENAI_ROLES", "from_openai", "parse_message"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._core.components import Component, ToolCall
-from .._core.exceptions import InvalidComponentError
-from .._core.parts import (
+from ..._core.components import Component, ToolCall
+from ..._core.exceptions import InvalidComponentError
+from ..._core.parts import (
     AudioPart,
     DocumentPart,
     ImagePart,
@@ -32,8 +32,8 @@ from .._core.parts import (
     assert_never,
     thaw_json,
 )
-from .notes import carried_keys, note, report_losses, writable
-from .openai_read import REASONING_KEYS
+from ..notes import carried_keys, note, report_losses, writable
+from .read import REASONING_KEYS
 
 __all__ = ["DEFINED", "REFUSED", "to_openai"]
 

@@ -18,9 +18,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
 
-from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
-from .._core.parts import (
+from ..._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
+from ..._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ..._core.parts import (
     DocumentPart,
     ImagePart,
     OpaquePart,
@@ -29,8 +29,8 @@ from .._core.parts import (
     TextPart,
     ThinkingPart,
 )
-from .._core.reprs import short_repr
-from .notes import with_notes
+from ..._core.reprs import short_repr
+from ..notes import with_notes
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -163,7 +163,7 @@ def _legacy_references(content: list[Any]) -> str | None:
         and isinstance(block["tool_name"], str)
         for block in content
     ):
-        from .anthropic_write import tool_references_text
+        from .write import tool_references_text
 
         return tool_references_text(block["tool_name"] for block in content)
     return None
@@ -278,7 +278,7 @@ def _noted(component: Component, **notes: Any) -> Component:
     """Return ``component`` with ``notes`` added to its ``extra``."""
     import attrs
 
-    from .notes import NOTES
+    from ..notes import NOTES
 
     extra = dict(component.extra)
     held = dict(extra.get(NOTES, {}))

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.parts import (
+from ..._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
+from ..._core.parts import (
     DATA_URI,
     AudioPart,
     DocumentPart,
@@ -32,7 +32,7 @@ from .._core.parts import (
     assert_never,
     thaw_json,
 )
-from .notes import carried_keys, note, report_losses, writable
+from ..notes import carried_keys, note, report_losses, writable
 
 __all__ = [
     "anthropic_document",
