@@ -45,22 +45,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from ..._core import parts as pt
 from ..._core.calls import ToolCall
 from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
 from ..._core.exceptions import InvalidComponentError, InvalidContextError
-from ..._core.parts import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
 from ..._core.reprs import short_repr
 from ..notes import OPENER, note, provider_keys, report_losses, with_notes
 
@@ -156,7 +144,7 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> Part | None:
+def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
     inner = part[key]
     if not isinstance(inner, Mapping) or not set(inner) <= set(fields):
         return None
@@ -168,14 +156,14 @@ def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> Part |
     extra = _rest(part, key)
     is_image = mime is not None and mime.startswith("image/")
     if key == "inlineData":
-        kind = ImagePart if is_image else DocumentPart
+        kind = pt.ImagePart if is_image else pt.DocumentPart
         return kind(data=payload, media_type=mime, extra=extra)
     if is_image:
-        return ImagePart(url=payload, media_type=mime, extra=extra)
-    return DocumentPart(url=payload, media_type=mime, extra=extra)
+        return pt.ImagePart(url=payload, media_type=mime, extra=extra)
+    return pt.DocumentPart(url=payload, media_type=mime, extra=extra)
 
 
-def _read_part(part: Mapping[str, Any]) -> Part:
+def _read_part(part: Mapping[str, Any]) -> pt.Part:
     """One non-function part; anything we cannot model exactly stays opaque."""
     try:
         text = part.get("text")
@@ -183,10 +171,10 @@ def _read_part(part: Mapping[str, Any]) -> Part:
             signature = part.get("thoughtSignature")
             if type(signature) is str:
                 extra = _rest(part, "text", "thoughtSignature")
-                return ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
-            return ThinkingPart(text, provider=PROVIDER, extra=_rest(part, "text"))
+                return pt.ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
+            return pt.ThinkingPart(text, provider=PROVIDER, extra=_rest(part, "text"))
         if type(text) is str:
-            return TextPart(text, extra=_rest(part, "text"))
+            return pt.TextPart(text, extra=_rest(part, "text"))
         for key, fields in (
             ("inlineData", ("mimeType", "data")),
             ("fileData", ("mimeType", "fileUri")),
@@ -195,7 +183,7 @@ def _read_part(part: Mapping[str, Any]) -> Part:
                 return media
     except InvalidComponentError:
         pass
-    return OpaquePart(PROVIDER, part)
+    return pt.OpaquePart(PROVIDER, part)
 
 
 def _inner_extra(part: Mapping[str, Any], key: str, known: tuple[str, ...]) -> dict[str, Any]:
@@ -333,7 +321,7 @@ def _read(
             if role == "model":
                 # one model content is one model step, whatever the order of its parts
                 pending = []
-                held: list[Part] = []
+                held: list[pt.Part] = []
                 layout = ""
                 for at, block in enumerate(raw):
                     if "functionCall" in block:
@@ -396,9 +384,9 @@ class _Writer:
                     self.lost.append(f"{self.where}: key {key}.{name} (Gemini has no such field)")
         return {key: inner, **part}
 
-    def part(self, part: Part) -> dict[str, Any] | None:
+    def part(self, part: pt.Part) -> dict[str, Any] | None:
         match part:
-            case ThinkingPart():
+            case pt.ThinkingPart():
                 if (
                     part.provider != PROVIDER
                 ):  # another provider's thinking: Gemini cannot verify it
@@ -412,9 +400,9 @@ class _Writer:
                 if part.signature is not None:
                     block["thoughtSignature"] = part.signature
                 return block
-            case TextPart() | RefusalPart():
+            case pt.TextPart() | pt.RefusalPart():
                 return {"text": part.text, **self.keys(part.extra, _BESIDE, "part")}
-            case ImagePart() | DocumentPart():
+            case pt.ImagePart() | pt.DocumentPart():
                 if part.data is not None:
                     mime = part.media_type or "application/octet-stream"
                     return self.inner(
@@ -425,31 +413,31 @@ class _Writer:
                     if part.media_type is not None:
                         media = {"mimeType": part.media_type, **media}
                     return self.inner(part.extra, "fileData", media)
-                if isinstance(part, DocumentPart) and part.text is not None:
+                if isinstance(part, pt.DocumentPart) and part.text is not None:
                     return {"text": part.text}
-                what = "an image" if isinstance(part, ImagePart) else "a document"
+                what = "an image" if isinstance(part, pt.ImagePart) else "a document"
                 self.lost.append(f"{self.where}: {what} given only by a provider file id")
                 return None
-            case AudioPart():
+            case pt.AudioPart():
                 if part.data is not None:
                     mime = f"audio/{part.format or 'wav'}"
                     return {"inlineData": {"mimeType": mime, "data": part.data}}
                 self.lost.append(f"{self.where}: an audio part given only by id {part.id!r}")
                 return None
-            case OpaquePart():
+            case pt.OpaquePart():
                 if part.provider == PROVIDER:
-                    return thaw_json(part.block)  # type: ignore[no-any-return]
+                    return pt.thaw_json(part.block)  # type: ignore[no-any-return]
                 self.lost.append(
                     f"{self.where}: an opaque {part.provider} block of type {part.type!r}"
                 )
                 return None
-            case RedactedThinkingPart():
+            case pt.RedactedThinkingPart():
                 self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
                 return None
             case _:
-                assert_never(part)
+                pt.assert_never(part)
 
-    def parts(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
+    def parts(self, parts: Iterable[pt.Part]) -> list[dict[str, Any]]:
         return [block for block in map(self.part, parts) if block is not None]
 
     def call(self, call: ToolCall) -> dict[str, Any]:

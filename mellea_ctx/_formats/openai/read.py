@@ -16,19 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from ..._core import parts as pt
 from ..._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
 from ..._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
-from ..._core.parts import (
-    DATA_URI,
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-)
 from ..._core.reprs import short_repr
 from ..notes import with_notes
 
@@ -78,7 +68,7 @@ def _extra(
     return extra
 
 
-def _part(part: object, role: str, where: str) -> Part:
+def _part(part: object, role: str, where: str) -> pt.Part:
     if not isinstance(part, Mapping):
         raise _fail(
             where, f"{_short(part)} is not a content part; expected an object with a 'type'"
@@ -88,9 +78,9 @@ def _part(part: object, role: str, where: str) -> Part:
         text = part.get("text")
         if not isinstance(text, str):
             raise _fail(where, f"text={_short(text)} must be a string")
-        return TextPart(text, extra=_rest(part, "type", "text"))
+        return pt.TextPart(text, extra=_rest(part, "type", "text"))
     if kind == "refusal" and isinstance(part.get("refusal"), str):
-        return RefusalPart(part["refusal"], extra=_rest(part, "type", "refusal"))
+        return pt.RefusalPart(part["refusal"], extra=_rest(part, "type", "refusal"))
     if kind == "image_url":
         if role != "user":
             msg = f"type='image_url' is only allowed in user messages, not role={role!r}"
@@ -103,29 +93,29 @@ def _part(part: object, role: str, where: str) -> Part:
             )
             raise _fail(where, msg)
         extra = _extra(part, "image_url", inner, ("url", "detail"))
-        return ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
+        return pt.ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
     if kind == "input_audio":
         inner = _inner(part, "input_audio", ("data", "format"))
         if inner is not None and isinstance(inner.get("data"), str):
             extra = _extra(part, "input_audio", inner, ("data", "format"))
-            return AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
+            return pt.AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
     if kind == "file":
         inner = _inner(part, "file", ("file_data", "file_id", "filename"))
         if inner is not None and (inner.get("file_data") or inner.get("file_id")):
             return _file(part, inner)
-    return OpaquePart("openai", part)
+    return pt.OpaquePart("openai", part)
 
 
-def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
+def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> pt.DocumentPart:
     extra = _extra(part, "file", inner, ("file_data", "file_id", "filename"))
     data, media = inner.get("file_data"), None
     if data is not None:
-        match = DATA_URI.fullmatch(data)
+        match = pt.DATA_URI.fullmatch(data)
         if match:
             data, media = match["data"], match["media"]
         else:
             extra = with_notes(extra, file_data="raw")
-    return DocumentPart(
+    return pt.DocumentPart(
         data=data,
         media_type=media,
         file_id=inner.get("file_id"),
@@ -134,7 +124,7 @@ def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
     )
 
 
-def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[Part], bool, bool]:
+def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[pt.Part], bool, bool]:
     """Return the content parts, whether they were a list, and whether content was null."""
     if "content" not in raw and role != "assistant":
         raise _fail(where, "'content' is missing; pass a string ('' for an empty message)")
@@ -145,7 +135,7 @@ def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[Part],
         msg = f"content=None is not allowed for role={role!r}; pass a string ('' when empty)"
         raise _fail(where, msg)
     if isinstance(content, str):
-        return [TextPart(content)], False, False
+        return [pt.TextPart(content)], False, False
     if isinstance(content, list):
         parts = [_part(part, role, f"{where}: content[{i}]") for i, part in enumerate(content)]
         return parts, True, False
@@ -249,10 +239,12 @@ def _parse_message(raw: object, where: str) -> Component:
     if role == "assistant":
         for key in REASONING_KEYS:
             if isinstance(raw.get(key), str):
-                thinking = ThinkingPart(raw[key], provider="openai", extra=with_notes({}, key=key))
+                thinking = pt.ThinkingPart(
+                    raw[key], provider="openai", extra=with_notes({}, key=key)
+                )
                 parts.insert(0, thinking)
         if isinstance(raw.get("refusal"), str):
-            parts.append(RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
+            parts.append(pt.RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
     try:
         if role == "tool":
             call_id = _required_str(
