@@ -193,10 +193,6 @@ def window_unit(fmt: str) -> str | None:
     return wire.unit if wire.grouped else None
 
 
-#: The labels the readers give a system prompt, which belongs to no turn or content.
-_SYSTEM_LABELS: Final = frozenset({"system", "systemInstruction"})
-
-
 def turn_of(transcript: Transcript) -> list[int]:
     """Each component's turn (Anthropic) or content (Gemini), -1 for the system prompt.
 
@@ -208,8 +204,9 @@ def turn_of(transcript: Transcript) -> list[int]:
         return list(range(len(transcript.components)))
     out: list[int] = []
     turn, previous = -1, None
+    system = wire_of(transcript.format).system  # the system prompt belongs to no turn
     for label in transcript.locations:
-        if label in _SYSTEM_LABELS:
+        if system is not None and label == system:
             out.append(-1)
             continue
         if label != previous:

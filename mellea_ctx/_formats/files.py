@@ -48,6 +48,14 @@ class Transcript:
     raw: Any = None
 
 
+def body_units(document: Any, key: str) -> list[Any]:
+    """A document's units: a bare array is its own list, a request body's are under ``key``."""
+    if isinstance(document, list):
+        return list(document)
+    held = document.get(key) if isinstance(document, dict) else None
+    return list(held) if isinstance(held, list) else []
+
+
 def unreadable(exc: Exception) -> str:
     """Why ``json.loads`` failed other than with a syntax error."""
     if isinstance(exc, RecursionError):

@@ -68,11 +68,17 @@ def from_line(index: int | None, line: str, rule: Rule) -> Problem:
     return Problem(index, location, rule, message)
 
 
-def tagged(
-    pairs: Iterable[tuple[int, str]], rule: Rule, label: Callable[[int], str]
+def per_component(
+    calls: Iterable[tuple[int, str]],
+    content: Iterable[tuple[int, str]],
+    label: Callable[[int], str],
 ) -> list[Problem]:
-    """Problems from ``(index, message)`` pairs about components, located by ``label``."""
-    return [Problem(index, label(index), rule, text) for index, text in pairs]
+    """Problems from ``(index, message)`` pairs of the tool-call and the content rules.
+
+    For formats whose rules name components (OpenAI Chat, Anthropic), located by ``label``.
+    """
+    found = [Problem(index, label(index), "tool_calls", text) for index, text in calls]
+    return found + [Problem(index, label(index), "content", text) for index, text in content]
 
 
 def problems(

@@ -73,6 +73,8 @@ class WireFormat:
             make the history valid for these rules.
         empty: What an empty file should have held, when an empty file is its
             own error (``None``: the JSON reader's error stands).
+        system: The location its reader gives a system prompt kept apart from
+            the units (``None``: system messages are units like the others).
     """
 
     name: Provider
@@ -87,6 +89,7 @@ class WireFormat:
     problems: Callable[[Sequence[Component], Callable[[int], str]], list[Problem]]
     repair: Callable[[Sequence[Component]], tuple[list[Component], list[Change]]]
     empty: str | None = None
+    system: str | None = None
 
 
 @functools.cache

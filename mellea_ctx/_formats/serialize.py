@@ -65,6 +65,7 @@ def part_to_record(part: pt.Part) -> dict[str, Any]:
     """Return a JSON-able record of one content part (its fields that are set).
 
     Examples:
+        >>> from mellea_ctx import ThinkingPart
         >>> part_to_record(ThinkingPart("hmm", signature="s1"))
         {'part': 'thinking', 'text': 'hmm', 'signature': 's1'}
     """

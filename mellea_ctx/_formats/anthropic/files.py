@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
+from ..files import body_units
 from ..locate import array_labels
 from .read import read_turns
 
@@ -108,7 +109,4 @@ def parse_anthropic(
 
 def units(document: Any) -> list[Any]:
     """A document's turns: a bare array, or a body's ``messages``."""
-    if isinstance(document, list):
-        return list(document)
-    held = document.get("messages") if isinstance(document, dict) else None
-    return list(held) if isinstance(held, list) else []
+    return body_units(document, "messages")

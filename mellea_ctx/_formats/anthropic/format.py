@@ -8,7 +8,7 @@ from typing import Any
 from ..._core.components import Component
 from ..call_rules import repair_calls, scan_anthropic
 from ..content_rules import anthropic_findings, content_problems
-from ..problems import Problem, tagged
+from ..problems import Problem, per_component
 from ..registry import Change, WireFormat
 from .files import looks_anthropic, parse_anthropic, units
 from .write import anthropic_document
@@ -24,8 +24,9 @@ def write(
 
 def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Problem]:
     """The turn and tool-call rules of ``validate_anthropic``, then the content rules."""
-    found = tagged(scan_anthropic(items).problems, "tool_calls", label)
-    return found + tagged(content_problems(items, anthropic_findings), "content", label)
+    return per_component(
+        scan_anthropic(items).problems, content_problems(items, anthropic_findings), label
+    )
 
 
 def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
@@ -46,4 +47,5 @@ FORMAT = WireFormat(
     problems=problems,
     repair=repair,
     empty="a JSON array of Messages API turns",
+    system="system",
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
+from ..files import body_units
 from . import _read, to_gemini
 
 __all__ = ["detect", "read", "units", "write"]
@@ -65,7 +66,4 @@ def write(
 
 def units(document: Any) -> list[Any]:
     """A document's contents: a bare array, or a body's ``contents``."""
-    if isinstance(document, list):
-        return list(document)
-    held = document.get("contents") if isinstance(document, dict) else None
-    return list(held) if isinstance(held, list) else []
+    return body_units(document, "contents")

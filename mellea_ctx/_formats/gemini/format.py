@@ -43,4 +43,5 @@ FORMAT = WireFormat(
     units=units,
     problems=problems,
     repair=repair,
+    system="systemInstruction",
 )

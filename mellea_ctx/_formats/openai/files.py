@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
-from ..files import Format, Transcript, unreadable
+from ..files import Format, Transcript, body_units, unreadable
 from ..locate import array_labels
 from .read import parse_message
 
@@ -148,7 +148,4 @@ def read(
 
 def units(document: Any) -> list[Any]:
     """A document's messages: a bare array, or a body's ``messages``."""
-    if isinstance(document, list):
-        return list(document)
-    held = document.get("messages") if isinstance(document, dict) else None
-    return list(held) if isinstance(held, list) else []
+    return body_units(document, "messages")

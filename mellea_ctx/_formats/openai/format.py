@@ -8,7 +8,7 @@ from typing import Any
 from ..._core.components import Component
 from ..call_rules import repair_calls, scan_openai
 from ..content_rules import content_problems, openai_findings
-from ..problems import Problem, tagged
+from ..problems import Problem, per_component
 from ..registry import Change, WireFormat
 from . import call_problems, to_openai
 from .files import detect, read, units
@@ -24,8 +24,9 @@ def write(
 
 def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Problem]:
     """The tool-call pairing rules of ``validate_openai``, then the content rules."""
-    found = tagged(call_problems(items, label), "tool_calls", label)
-    return found + tagged(content_problems(items, openai_findings), "content", label)
+    return per_component(
+        call_problems(items, label), content_problems(items, openai_findings), label
+    )
 
 
 def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:

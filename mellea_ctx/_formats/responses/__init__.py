@@ -43,9 +43,10 @@ from typing import Any, Final
 from ..._core import parts as pt
 from ..._core.calls import ToolCall
 from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from ..._core.exceptions import InvalidComponentError, InvalidContextError
+from ..._core.exceptions import InvalidComponentError
 from ..._core.reprs import short_repr
 from ..notes import note, provider_keys, report_losses, with_notes
+from ..reading import invalid, other_keys
 
 __all__ = [
     "ITEM_FIELDS",
@@ -136,14 +137,6 @@ def answer_keys(call: ToolCall) -> dict[str, Any]:
     return {"type": CALLS["custom_tool_call"]} if is_custom_call(call) else {}
 
 
-def _fail(where: str, detail: str) -> InvalidContextError:
-    return InvalidContextError(f"{where}: {detail}")
-
-
-def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {key: value for key, value in block.items() if key not in known}
-
-
 def _default_text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
@@ -151,18 +144,18 @@ def _default_text_type(role: str) -> str:
 def _read_part(block: object, role: str, where: str) -> pt.Part:
     """One content part; anything we cannot model exactly stays an opaque part."""
     if not isinstance(block, Mapping):
-        raise _fail(where, f"{short_repr(block)} must be an object with a 'type'")
+        raise invalid(where, f"{short_repr(block)} must be an object with a 'type'")
     kind = block.get("type")
     try:
         if kind in ("input_text", "output_text") and type(block.get("text")) is str:
             rest = (
-                _rest(block, "text")
+                other_keys(block, "text")
                 if kind != _default_text_type(role)
-                else _rest(block, "type", "text")
+                else other_keys(block, "type", "text")
             )
             return pt.TextPart(block["text"], extra=rest)
         if kind == "refusal" and type(block.get("refusal")) is str:
-            return pt.RefusalPart(block["refusal"], extra=_rest(block, "type", "refusal"))
+            return pt.RefusalPart(block["refusal"], extra=other_keys(block, "type", "refusal"))
         if kind == "input_image":
             return _read_image(block)
         if kind == "input_file":
@@ -224,7 +217,7 @@ def _read_content(content: object, role: str, where: str) -> tuple[tuple[pt.Part
         return tuple(
             _read_part(block, role, f"{where} content[{i}]") for i, block in enumerate(content)
         ), True
-    raise _fail(where, f"content={short_repr(content)} must be a string or a list of parts")
+    raise invalid(where, f"content={short_repr(content)} must be a string or a list of parts")
 
 
 def _read_reasoning(item: Mapping[str, Any]) -> pt.ThinkingPart:
@@ -248,23 +241,23 @@ def _read_call(item: Mapping[str, Any], where: str) -> ToolCall:
     for field, value in (("call_id", call_id), ("name", name), (payload, arguments)):
         if type(value) is not str or (field != payload and not value):
             expected = "must be a string" if field == payload else "must be a non-empty string"
-            raise _fail(where, f"{kind} {field}={short_repr(value)} {expected}")
+            raise invalid(where, f"{kind} {field}={short_repr(value)} {expected}")
     known = (
         ("call_id", "name", payload)
         if kind == "custom_tool_call"
         else ("type", "call_id", "name", payload)
     )
-    return ToolCall(call_id, name, arguments, extra=_rest(item, *known))  # type: ignore[arg-type]
+    return ToolCall(call_id, name, arguments, extra=other_keys(item, *known))  # type: ignore[arg-type]
 
 
 def _read_output(item: Mapping[str, Any], where: str) -> ToolMessage:
     call_id = item.get("call_id")
     if type(call_id) is not str or not call_id:
-        raise _fail(
+        raise invalid(
             where, f"{item['type']} call_id={short_repr(call_id)} must be a non-empty string"
         )
     if "output" not in item:
-        raise _fail(where, f"{item['type']} has no 'output'; pass the tool's result as text")
+        raise invalid(where, f"{item['type']} has no 'output'; pass the tool's result as text")
     parts, structured = _read_content(item["output"], "tool", where)
     known = (
         ("call_id", "output")
@@ -272,7 +265,7 @@ def _read_output(item: Mapping[str, Any], where: str) -> ToolMessage:
         else ("type", "call_id", "output")
     )
     return ToolMessage(
-        parts, tool_call_id=call_id, extra=_rest(item, *known), structured=structured
+        parts, tool_call_id=call_id, extra=other_keys(item, *known), structured=structured
     )
 
 
@@ -360,7 +353,7 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
     for index, item in enumerate(items):
         where = f"item {index}"
         if not isinstance(item, Mapping):
-            raise _fail(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
+            raise invalid(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
         kind = _kind(item)
         try:
             if kind == "message" and item.get("role") == "assistant":
@@ -369,12 +362,12 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
                 step.begin(index)
                 parts, step.structured = _read_content(item.get("content"), "assistant", where)
                 step.parts += parts
-                step.message = _rest(item, "content")
+                step.message = other_keys(item, "content")
             elif kind == "message":
                 step.flush(out, starts)
                 role = item.get("role")
                 parts, structured = _read_content(item.get("content"), str(role), where)
-                extra = _rest(item, "role", "content")
+                extra = other_keys(item, "role", "content")
                 out.append(Message(role, parts, extra=extra, structured=structured))  # type: ignore[arg-type]
                 starts.append(index)
             elif kind in CALLS:
@@ -392,7 +385,7 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
                 step.begin(index)
                 step.parts.append(part)
         except InvalidComponentError as exc:
-            raise _fail(where, str(exc)) from exc
+            raise invalid(where, str(exc)) from exc
     step.flush(out, starts)
     return out, starts
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
+from ..files import body_units
 from . import CALLS, OUTPUTS, _read, to_responses
 
 __all__ = ["detect", "read", "units", "write"]
@@ -87,12 +88,8 @@ def write(
 
 def units(document: Any) -> list[Any]:
     """A document's items: a bare array, or a body's ``input`` (one string is one item)."""
-    if isinstance(document, list):
-        return list(document)
     held = document.get("input") if isinstance(document, dict) else None
-    if isinstance(held, list):
-        return list(held)
-    return [held] if isinstance(held, str) else []
+    return [held] if isinstance(held, str) else body_units(document, "input")
 
 
 def _one_user_text(items: Sequence[Mapping[str, Any]]) -> bool:
