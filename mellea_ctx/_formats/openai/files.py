@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
-from ..files import Format, Transcript, body_units, unreadable
+from ..files import Format, Transcript, body_units, loads, unreadable
 from ..locate import array_labels
 from .read import parse_message
 
@@ -31,13 +31,7 @@ def text_format(text: str, suffix: str) -> Format:
 
 
 def _parse_json(text: str, source: str, *, lines: bool = False) -> Transcript:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
-        raise InvalidContextError(msg) from exc
-    except (RecursionError, ValueError) as exc:
-        raise InvalidContextError(f"{source}: {unreadable(exc)}") from exc
+    data = loads(text, source)
     if not isinstance(data, list):
         msg = (
             f"{source}: holds a JSON {type(data).__name__}, expected a JSON array of messages "
