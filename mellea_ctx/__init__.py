@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._compaction.prompts import (
         DEFAULT_PROMPT_TEMPLATE,
         react_summary_prompt,
-        render_conversation,
         validate_prompt_template,
     )
     from ._compaction.records import CompactionRecord, CompactionWarning, Outcome, RecordHook
@@ -110,12 +109,13 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._formats.anthropic import from_anthropic, to_anthropic
     from ._formats.call_rules import MISSING_RESULT, Provider, repair_history, validate_anthropic
     from ._formats.gemini import from_gemini, to_gemini
-    from ._formats.gemini_rules import validate_gemini
+    from ._formats.gemini.rules import validate_gemini
     from ._formats.notes import LossyConversionWarning
     from ._formats.openai import from_openai, to_openai, validate_openai
     from ._formats.problems import Problem, problems
+    from ._formats.quoted import render_conversation
     from ._formats.responses import from_responses, to_responses
-    from ._formats.responses_rules import validate_responses
+    from ._formats.responses.rules import validate_responses
     from ._formats.serialize import (
         component_from_record,
         component_to_record,
@@ -188,7 +188,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._compaction.prompts": (
         "DEFAULT_PROMPT_TEMPLATE",
         "react_summary_prompt",
-        "render_conversation",
         "validate_prompt_template",
     ),
     "._compaction.records": (
@@ -305,7 +304,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "from_gemini",
         "to_gemini",
     ),
-    "._formats.gemini_rules": ("validate_gemini",),
+    "._formats.gemini.rules": ("validate_gemini",),
     "._formats.call_rules": (
         "MISSING_RESULT",
         "Provider",
@@ -318,6 +317,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "to_openai",
         "validate_openai",
     ),
+    "._formats.quoted": ("render_conversation",),
     "._formats.problems": (
         "Problem",
         "problems",
@@ -326,7 +326,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "from_responses",
         "to_responses",
     ),
-    "._formats.responses_rules": ("validate_responses",),
+    "._formats.responses.rules": ("validate_responses",),
     "._formats.serialize": (
         "component_from_record",
         "component_to_record",

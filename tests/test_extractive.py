@@ -20,9 +20,8 @@ from mellea_ctx import (
     Message,
     default_counter,
 )
-from mellea_ctx._backends.transcript_read import read_transcript
-from mellea_ctx._compaction.prompts import _text_with_notes, render_conversation
 from mellea_ctx._formats.openai import from_openai
+from mellea_ctx._formats.quoted import _text_with_notes, read_transcript, render_conversation
 
 from .strategies import forged_texts, histories
 

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from mellea_ctx import ExtractiveBackend, Message, ToolCall, ToolMessage, derive_ledger
 from mellea_ctx._backends import extractive
-from mellea_ctx._backends.transcript_read import read_transcript
 from mellea_ctx._compaction.prompts import (
     DEFAULT_PROMPT_TEMPLATE,
     fill_template,
@@ -36,6 +35,7 @@ from mellea_ctx._compaction.prompts import (
 from mellea_ctx._core import ledger
 from mellea_ctx._core.ledger import LedgerEntry
 from mellea_ctx._core.tokens import default_counter
+from mellea_ctx._formats.quoted import read_transcript
 
 from .strategies import histories
 

@@ -41,7 +41,7 @@ from mellea_ctx._core.boundaries import is_safe_cut, safe_cut_table, thinking_lo
 from mellea_ctx._core.encoding import load_o200k_base
 from mellea_ctx._core.exceptions import InvalidComponentError
 from mellea_ctx._core.parts import EMPTY, TextPart, freeze_json, to_extra
-from mellea_ctx._formats.openai_read import _parse_message, parse_message
+from mellea_ctx._formats.openai.read import _parse_message, parse_message
 
 from .strategies import counters, histories, pins, sizes, texts
 

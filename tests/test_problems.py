@@ -28,7 +28,7 @@ from mellea_ctx import (
 from mellea_ctx._core.exceptions import InvalidArgumentError
 from mellea_ctx._formats import gemini
 from mellea_ctx._formats.call_rules import repair_changes
-from mellea_ctx._formats.responses_rules import item_problems
+from mellea_ctx._formats.responses.rules import item_problems
 from tests.strategies import histories
 
 PROVIDERS = ("openai", "anthropic", "responses", "gemini")

@@ -43,7 +43,7 @@ from mellea_ctx import (
     validate_responses,
 )
 from mellea_ctx._cli.app import cli
-from mellea_ctx._formats import wire_files
+from mellea_ctx._formats import transcripts as wire_files
 from mellea_ctx._formats.notes import NOTES, OPENER
 from mellea_ctx._formats.problems import problems
 from tests._postgres import postgres_server_fixture  # noqa: F401 (a fixture)

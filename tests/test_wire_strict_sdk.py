@@ -36,7 +36,7 @@ from mellea_ctx import (
     validate_responses,
 )
 from mellea_ctx._core.tokens import default_counter
-from mellea_ctx._formats import wire_files
+from mellea_ctx._formats import transcripts as wire_files
 from tests import test_gemini, test_responses
 from tests._compact_quietly import compact_quietly
 from tests.formats.wire import anthropic_documents, openai_messages

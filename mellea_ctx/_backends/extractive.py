@@ -35,7 +35,7 @@ from .._core.components import Component, ModelOutputThunk, ReactInitiator, Tool
 from .._core.ledger import derive_ledger, strip_label
 from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
-from .transcript_read import read_transcript
+from .._formats.quoted import read_transcript
 from .windows import check_window
 
 __all__ = ["ExtractiveBackend"]

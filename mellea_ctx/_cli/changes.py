@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import json
 from difflib import SequenceMatcher
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
-__all__ = ["UNITS", "Changes", "compare", "parse_output", "units"]
+from .._formats.transcripts import wire_of
 
-#: Each transcript format's own unit: what its file is a list of.
-UNITS: Final = {
-    "json": "message",
-    "jsonl": "message",
-    "anthropic": "turn",
-    "responses": "item",
-    "gemini": "content",
-}
+__all__ = ["Changes", "compare", "parse_output", "unit_of", "units"]
+
+
+def unit_of(fmt: str) -> str:
+    """A transcript format's own unit, what its file is a list of: ``"turn"`` for Anthropic."""
+    return wire_of(fmt).unit
 
 
 @attrs.frozen
 class Changes:
     """The differences between an input document and an output document."""
 
-    unit: str  # the format's own unit (:data:`UNITS`): "turn" for Anthropic, "item"...
+    unit: str  # the format's own unit (:func:`unit_of`): "turn" for Anthropic, "item"...
     before: list[Any]
     after: list[Any]
     removed: list[int]  # input positions
@@ -57,21 +55,14 @@ class Changes:
 
 
 def units(document: Any, fmt: str) -> list[Any]:
-    """The units of a document (a file's JSON value) in ``fmt``: what :data:`UNITS` names.
+    """The units of a document (a file's JSON value) in ``fmt``: what :func:`unit_of` names.
 
     A bare array is its own list of units; a request body holds them under
     ``messages`` (OpenAI, Anthropic), ``input`` (Responses: a list, or one
-    string, which is one user item) or ``contents`` (Gemini).
+    string, which is one user item) or ``contents`` (Gemini): each format's
+    ``units`` says.
     """
-    if isinstance(document, list):
-        return list(document)
-    if not isinstance(document, dict):
-        return []
-    key = {"responses": "input", "gemini": "contents"}.get(fmt, "messages")
-    held = document.get(key)
-    if isinstance(held, list):
-        return list(held)
-    return [held] if fmt == "responses" and isinstance(held, str) else []
+    return wire_of(fmt).units(document)
 
 
 def _key(unit: Any) -> str:
@@ -114,4 +105,4 @@ def compare(before: Any, after: Any, fmt: str, fresh: frozenset[int] = frozenset
             changed += [(i1 + k, targets[k]) for k in range(pairs)]
             removed += range(i1 + pairs, i2)
             added += targets[pairs:]
-    return Changes(UNITS.get(fmt, "message"), old, new, removed, added, changed, before == after)
+    return Changes(unit_of(fmt), old, new, removed, added, changed, before == after)

@@ -16,17 +16,17 @@ from .._core.boundaries import prefix_end, thinking_loop_start
 from .._core.exceptions import EmptySummaryError, InvalidArgumentError, MelleaCtxError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
-from .._formats.anthropic_write import turns as anthropic_turns
+from .._formats.anthropic.write import turns as anthropic_turns
 from .._formats.problems import problems
 from .._formats.transcripts import transcript_document
 from .changes import compare, parse_output
 from .conversation_io import (
-    WINDOW_UNITS,
     build,
     load,
     require_valid,
     turn_of,
     window_components,
+    window_unit,
     write,
 )
 from .options import (
@@ -332,7 +332,7 @@ def compact(
         turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))
         body = kept[prefix_end(kept, PINS[pin]) :]
         options["kept_units"] = len({turn.get(id(c), -1) for c in body} - {-1})
-        options["unit"] = WINDOW_UNITS.get(transcript.format, "message")
+        options["unit"] = window_unit(transcript.format) or "message"
     broken = [p for p in problems(kept, "openai") if p.rule == "tool_calls"]
     if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
         msg = (

@@ -24,12 +24,11 @@ from .._core.exceptions import InvalidContextError
 from .._formats.call_rules import Provider
 from .._formats.files import atomic_write
 from .._formats.problems import Problem, problems
-from .._formats.transcripts import Transcript, parse_any, read_any
+from .._formats.transcripts import Transcript, parse_any, read_any, wire_of
 from .options import FORMATS
 from .terminal import PROG, InputError
 
 __all__ = [
-    "WINDOW_UNITS",
     "build",
     "file_problems",
     "load",
@@ -184,12 +183,14 @@ def build(components: Sequence[Component]) -> ChatContext:
     return ctx
 
 
-#: The formats whose ``--window`` counts the file's own grouped unit (one turn or content may
-#: hold several messages: tool results, a call and its text); others count messages.
-WINDOW_UNITS: Final = {"anthropic": "turn", "gemini": "content"}
+def window_unit(fmt: str) -> str | None:
+    """What ``--window`` counts in ``fmt`` when not messages: a grouped format's own unit.
 
-#: The labels the readers give a system prompt, which belongs to no turn or content.
-_SYSTEM_LABELS: Final = frozenset({"system", "systemInstruction"})
+    One Anthropic turn or Gemini content may hold several messages (tool
+    results, a call and its text); other formats count messages (``None``).
+    """
+    wire = wire_of(fmt)
+    return wire.unit if wire.grouped else None
 
 
 def turn_of(transcript: Transcript) -> list[int]:
@@ -199,12 +200,13 @@ def turn_of(transcript: Transcript) -> list[int]:
     component of one turn that turn's label, so a new label starts a new
     turn; the labels are compared, never parsed.
     """
-    if transcript.format not in WINDOW_UNITS:
+    if window_unit(transcript.format) is None:
         return list(range(len(transcript.components)))
     out: list[int] = []
     turn, previous = -1, None
+    system = wire_of(transcript.format).system  # the system prompt belongs to no turn
     for label in transcript.locations:
-        if label in _SYSTEM_LABELS:
+        if system is not None and label == system:
             out.append(-1)
             continue
         if label != previous:
@@ -217,7 +219,7 @@ def turn_of(transcript: Transcript) -> list[int]:
 def window_components(transcript: Transcript, window: int) -> int:
     """``--window`` in components: an Anthropic turn or a Gemini content may hold several."""
     turns = turn_of(transcript)
-    if transcript.format not in WINDOW_UNITS or not turns:
+    if window_unit(transcript.format) is None or not turns:
         return window
     last = turns[-1]
     return sum(1 for turn in turns if turn > last - window)

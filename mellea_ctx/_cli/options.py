@@ -8,6 +8,7 @@ from typing import Any, Final
 import click
 
 from .._core.pins import PinPredicate, pin_nothing, pin_system, pin_system_and_initial_user
+from .._formats.registry import PROVIDERS
 from .._formats.transcripts import TranscriptFormat
 
 __all__ = [
@@ -29,12 +30,11 @@ PINS: Final[dict[str, PinPredicate]] = {
 }
 
 #: ``--format`` choices and the transcript formats they stand for.
+#: OpenAI Chat's files (a JSON array, JSONL), then every other wire format by its name.
 FORMATS: Final[dict[str, TranscriptFormat]] = {
     "openai": "json",
     "jsonl": "jsonl",
-    "anthropic": "anthropic",
-    "responses": "responses",
-    "gemini": "gemini",
+    **{name: name for name in PROVIDERS if name != "openai"},
 }
 
 #: ``--boundary`` choices: where a budget compaction may begin the recent part.

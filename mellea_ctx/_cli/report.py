@@ -16,6 +16,7 @@ from .._core.components import Component, Message
 from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.tokens import TokenCounter, count_memoized
+from .._formats.transcripts import title
 from .changes import Changes
 
 __all__ = ["compact_report", "problems_table", "stats_report"]
@@ -237,19 +238,10 @@ def stats_report(
     counter = ctx.counter
     sizes = [count_memoized(counter, component) for component in items]
     total = ctx.token_count
-    shown = {
-        "json": "OpenAI JSON",
-        "jsonl": "OpenAI JSONL",
-        "anthropic": "Anthropic Messages",
-        "responses": "OpenAI Responses",
-        "gemini": "Gemini",
-    }
     count = len(items) if file_units is None else file_units
     plural = _plural(count, unit)
     read = "" if count == len(items) else f" ({_plural(len(items), 'message')} as read)"
-    head = Text(
-        f"{source} ({shown.get(fmt, fmt)})\n{plural}{read}, {total:,} tokens ({_encoding(ctx)})"
-    )
+    head = Text(f"{source} ({title(fmt)})\n{plural}{read}, {total:,} tokens ({_encoding(ctx)})")
 
     roles = Table(title="tokens by role", title_justify="left")
     for name, justify in (("role", "left"), ("messages", "right"), ("tokens", "right")):

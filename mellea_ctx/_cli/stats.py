@@ -13,15 +13,16 @@ from .._compaction.token_budget import TokenBudgetCompactor
 from .._core.context import ChatContext
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend
-from .changes import UNITS, units
+from .._formats.transcripts import wire_of
+from .changes import unit_of, units
 from .conversation_io import (
-    WINDOW_UNITS,
     build,
     file_problems,
     load,
     located,
     turn_of,
     window_components,
+    window_unit,
 )
 from .options import (
     BOUNDARIES,
@@ -94,7 +95,7 @@ def stats(
     pin_predicate = PINS[pin]
     backend = ExtractiveBackend()  # never called: only the spans are asked for
     size = window_components(transcript, window)
-    grouped = WINDOW_UNITS.get(transcript.format)  # what --window counts, if not messages
+    grouped = window_unit(transcript.format)  # what --window counts, if not messages
     noun = f"{grouped or 'message'}s"
     fits = f"{window:,} {noun}"
     strategies: list[tuple[str, str, Callable[[], tuple[int, int, str]]]] = [
@@ -114,14 +115,15 @@ def stats(
             lambda: _summarize_span(ctx, keep, pin_predicate, backend),
         ),
     ]
-    providers = ["openai", "anthropic"]
-    if transcript.format == "responses" or transcript.format == "gemini":
-        providers.append(transcript.format)
+    providers = ["openai", "anthropic"]  # the Chat and Messages rules, and the file's own
+    own = wire_of(transcript.format).name
+    if own not in providers:
+        providers.append(own)
     problems = {
         provider: located(transcript, file_problems(transcript, provider))  # type: ignore[arg-type]
         for provider in providers
     }
-    unit = UNITS[transcript.format]
+    unit = unit_of(transcript.format)
     stdout().print(
         stats_report(
             ctx,

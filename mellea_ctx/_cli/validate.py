@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from .._formats.call_rules import Provider, repair_changes
-from .._formats.transcripts import transcript_document
-from .changes import UNITS, compare, parse_output
+from .._formats.registry import PROVIDERS
+from .._formats.transcripts import transcript_document, wire_of
+from .changes import compare, parse_output, unit_of
 from .conversation_io import file_problems, load, located, to_stdout, write
 from .options import CONTEXT, format_option
 from .report import lost_note, problems_table
@@ -51,7 +52,7 @@ Examples:
 @click.argument("file", metavar="FILE")
 @click.option(
     "--provider",
-    type=click.Choice(["openai", "anthropic", "responses", "gemini"]),
+    type=click.Choice(PROVIDERS),
     help="Whose rules [default: the file's format: openai for Chat Completions files].",
 )
 @click.option("--repair", is_flag=True, help="Write a repaired conversation.")
@@ -64,12 +65,10 @@ def validate(
         raise click.UsageError("-o/--output goes with --repair")
     transcript, source = load(file, fmt)
     fmt_ = transcript.format
-    chosen: Provider = provider or (
-        fmt_ if fmt_ in ("anthropic", "responses", "gemini") else "openai"
-    )
+    chosen: Provider = provider or wire_of(fmt_).name
     found = file_problems(transcript, chosen)
     report = stderr() if repair and to_stdout(output) else stdout()
-    unit = UNITS[transcript.format]
+    unit = unit_of(transcript.format)
     count = len(compare(transcript.raw, transcript.raw, transcript.format).before)
     if not repair:
         report.print(problems_table(source, chosen, located(transcript, found), count, unit=unit))

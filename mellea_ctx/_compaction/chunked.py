@@ -24,7 +24,8 @@ from .._core.components import Component, Message
 from .._core.exceptions import ContextOverflowError, SpanTooLargeError
 from .._core.protocols import Backend
 from .._core.tokens import TokenCounter, count_all
-from .prompts import SUMMARIZER_INSTRUCTIONS, conversation_lines
+from .._formats.quoted import conversation_lines
+from .prompts import SUMMARIZER_INSTRUCTIONS
 from .render_budget import Shortener, fit_conversation, plan_chunks
 
 __all__ = ["input_budget", "summarize_span"]

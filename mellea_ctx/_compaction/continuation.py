@@ -25,7 +25,7 @@ from .._core.components import Component, Message
 from .._core.protocols import Backend
 from .._core.tool_tokens import Framing, count_tool_definitions, request_tools
 from .._core.tools import Tool
-from .prompts import quote
+from .._formats.quoted import quote
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext

@@ -45,9 +45,10 @@ from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries
 from .._core.protocols import Backend
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
+from .._formats.quoted import quote
 from .chunked import summarize_span
 from .continuation import summarize_continuing
-from .prompts import fill_template, quote
+from .prompts import fill_template
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
 from .render_budget import choose_entries
 from .settings import Settings

@@ -37,7 +37,7 @@ from .._core.ledger import (
     file_root,
     render_entries,
 )
-from .prompts import render_conversation
+from .._formats.quoted import render_conversation
 
 __all__ = ["Shortener", "choose_entries", "fit_conversation", "plan_chunks"]
 

@@ -14,19 +14,25 @@ it repairs validates and that a valid one comes back untouched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Final, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
 
 import attrs
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.exceptions import InvalidArgumentError
-from .content_rules import repair_content
+from .content_rules import Findings, repair_content
+from .registry import Provider
 
-__all__ = ["MISSING_RESULT", "Provider", "repair_changes", "repair_history", "validate_anthropic"]
-
-#: A provider whose history rules :func:`repair_history` knows.
-Provider = Literal["openai", "anthropic", "responses", "gemini"]
+__all__ = [
+    "MISSING_RESULT",
+    "Provider",
+    "repair_calls",
+    "repair_changes",
+    "repair_history",
+    "scan_anthropic",
+    "scan_openai",
+    "validate_anthropic",
+]
 
 #: The content of the result :func:`repair_history` adds for a call that got none.
 MISSING_RESULT: Final = "[no result: this tool call was never answered]"
@@ -128,7 +134,7 @@ def _orphan(plan: _Plan, index: int, call_id: str, answered: set[str], where: st
     plan.drop.add(index)
 
 
-def _scan_openai(items: Sequence[Component]) -> _Plan:
+def scan_openai(items: Sequence[Component]) -> _Plan:
     """Chat Completions: results follow their assistant message, before anything else."""
     plan = _Plan()
     seen: set[str] = set()
@@ -237,18 +243,6 @@ def scan_anthropic(items: Sequence[Component]) -> _Plan:
     return plan
 
 
-def _scan(items: Sequence[Component], provider: str) -> _Plan:
-    # The Responses API pairs calls and outputs by call_id as Chat Completions
-    # does; Gemini wants each model turn's responses in the next user turn,
-    # as the Messages API does, so each shares those rules.
-    if provider in ("openai", "responses"):
-        return _scan_openai(items)
-    if provider in ("anthropic", "gemini"):
-        return scan_anthropic(items)
-    msg = f"provider={provider!r} must be 'openai', 'anthropic', 'responses' or 'gemini'"
-    raise InvalidArgumentError(msg)
-
-
 def validate_anthropic(components: Iterable[Component]) -> list[str]:
     """Return the ways a history breaks the Messages API's rules (empty: valid).
 
@@ -308,7 +302,7 @@ def repair_history(
       ``"anthropic"`` an empty or whitespace-only text block is removed (the
       message too when nothing else is left), a tool id outside
       ``^[a-zA-Z0-9_-]+$`` is renamed in its call and its result alike
-      (:func:`~mellea_ctx._formats.anthropic_write.anthropic_id`); for
+      (:func:`~mellea_ctx._formats.anthropic.write.anthropic_id`); for
       ``"openai"`` an assistant message with ``null`` content and no calls
       gets ``""``. Missing thinking cannot be repaired (it is the model's
       signed output) and stays reported by the validator;
@@ -356,10 +350,25 @@ def repair_changes(
     components: Iterable[Component], provider: Provider
 ) -> tuple[list[Component], list[tuple[int, str]]]:
     """:func:`repair_history`, with each change as ``(input index, change)``, never parsed back."""
-    if provider not in ("openai", "anthropic"):
-        _scan([], provider)  # raises
-    items, origin, content_changes = repair_content(list(components), provider)
-    plan = _scan(items, provider)
+    from .registry import wire_format  # the registry's formats import this module
+
+    return wire_format(provider).repair(list(components))
+
+
+def repair_calls(
+    components: Sequence[Component],
+    findings: Findings,
+    scan: Callable[[Sequence[Component]], _Plan],
+) -> tuple[list[Component], list[tuple[int, str]]]:
+    """Repair a history with a provider's content ``findings`` and tool-call ``scan``.
+
+    A wire format's ``repair`` is this with its own rules: the content rules of
+    :mod:`.content_rules`, and the pairing rules of :func:`scan_openai` (results
+    right after their call's message) or :func:`scan_anthropic` (results in the
+    next user turn, turns alternating).
+    """
+    items, origin, content_changes = repair_content(list(components), findings)
+    plan = scan(items)
     out: list[Component] = []
     whence: list[int] = []  # the input index each output component stands for
 
@@ -383,7 +392,7 @@ def repair_changes(
     changes = content_changes + [(origin[index], change) for index, change in plan.changes]
     # A dropped result can bring a message to the front, where the content rules differ:
     # a blank system message there is the system prompt, which Anthropic refuses.
-    again, _, more = repair_content(out, provider)
+    again, _, more = repair_content(out, findings)
     if more:
         changes += [(whence[index], change) for index, change in more]
         out = again

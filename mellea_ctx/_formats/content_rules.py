@@ -26,17 +26,25 @@ is possible, only the report).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
 from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
 from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, ThinkingPart
-from .anthropic_write import TOOL_ID, anthropic_id
+from .anthropic.write import TOOL_ID, anthropic_id
 from .notes import NOTES, note
 
-__all__ = ["Finding", "content_problems", "repair_content", "with_parts"]
+__all__ = [
+    "Finding",
+    "Findings",
+    "anthropic_findings",
+    "content_problems",
+    "openai_findings",
+    "repair_content",
+    "with_parts",
+]
 
 #: ``(index, problem, change, replacement)``; replacement ``...`` means report only.
 Finding = tuple[int, str, str, Any]
@@ -241,14 +249,19 @@ def _openai_check(index: int, component: Component) -> Finding | None:
     return index, problem, "set its content to ''", fixed
 
 
-def _findings(items: Sequence[Component], provider: str) -> list[Finding]:
+def openai_findings(items: Sequence[Component]) -> list[Finding]:
+    """What OpenAI rejects inside the messages: an assistant's ``null`` content without calls."""
     findings: list[Finding] = []
-    if provider == "openai":
-        for index, component in enumerate(items):
-            found = _openai_check(index, component)
-            if found is not None:
-                findings.append(found)
-        return findings
+    for index, component in enumerate(items):
+        found = _openai_check(index, component)
+        if found is not None:
+            findings.append(found)
+    return findings
+
+
+def anthropic_findings(items: Sequence[Component]) -> list[Finding]:
+    """What the Messages API rejects inside the turns (the module docstring lists it)."""
+    findings: list[Finding] = []
     leading = _leading(items)
     for index, component in enumerate(items):
         findings += _anthropic_checks(index, component, index < leading)
@@ -258,13 +271,17 @@ def _findings(items: Sequence[Component], provider: str) -> list[Finding]:
     return findings + _cache_rules(items)
 
 
-def content_problems(items: Sequence[Component], provider: str) -> list[tuple[int, str]]:
-    """Return ``(index, problem)`` for what ``provider`` rejects inside the messages."""
-    return [(index, problem) for index, problem, _, _ in _findings(items, provider)]
+#: A provider's checks: ``items -> findings`` (:func:`openai_findings`, :func:`anthropic_findings`).
+Findings = Callable[[Sequence[Component]], list[Finding]]
+
+
+def content_problems(items: Sequence[Component], findings: Findings) -> list[tuple[int, str]]:
+    """Return ``(index, problem)`` for what a provider's ``findings`` reject inside the messages."""
+    return [(index, problem) for index, problem, _, _ in findings(items)]
 
 
 def repair_content(
-    items: Sequence[Component], provider: str
+    items: Sequence[Component], findings: Findings
 ) -> tuple[list[Component], list[int], list[tuple[int, str]]]:
     """Return the repaired components, each one's input index, and the changes made.
 
@@ -273,7 +290,7 @@ def repair_content(
     """
     last: dict[int, Any] = {}
     changes: list[tuple[int, str]] = []
-    for index, _, change, replacement in _findings(items, provider):
+    for index, _, change, replacement in findings(items):
         if replacement is ...:
             continue
         last[index] = replacement  # the later finding holds the earlier's repair

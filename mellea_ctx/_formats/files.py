@@ -1,4 +1,11 @@
-"""Writing transcript files: JSON or JSONL text, written atomically."""
+"""Transcript files' JSON, shared by every format: decoding, encoding, atomic writes.
+
+:func:`loads` decodes a file's text with an error that names the file, the
+line and the column; :func:`dumps_document` and :func:`dumps_messages`
+encode (a lone surrogate read from a ``"\\ud800"`` escape falls back to
+ASCII escapes); :func:`atomic_write` writes. :class:`Transcript` is what
+every format's reading gives the command line.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,73 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
+import attrs
+
+from .._core.components import Component
+from .._core.exceptions import InvalidContextError
+from .registry import Provider
+
 __all__: list[str] = []
 
 #: A transcript's file format: a JSON array of messages, or one message per line.
 Format = Literal["json", "jsonl"]
+
+#: A transcript as the command line reads and writes it: the two OpenAI Chat file
+#: formats (``"json"``, ``"jsonl"``), or a wire format of the registry by name
+#: (Anthropic Messages turns, OpenAI Responses items, Gemini contents...).
+TranscriptFormat = Format | Provider
+
+
+@attrs.define(frozen=True, slots=True)
+class Transcript:
+    """A parsed transcript: its components, its format, and where each one was read."""
+
+    components: list[Component]
+    format: TranscriptFormat
+    locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
+    #: A request body's other keys (``model``, ``tools``, ...), written back around
+    #: the messages; ``None`` when the file is a bare array of messages.
+    envelope: dict[str, Any] | None = None
+    #: The file's JSON value as read (for JSONL, the list of its lines' values),
+    #: so the command line can compare its output with its input.
+    raw: Any = None
+
+
+def body_units(document: Any, key: str) -> list[Any]:
+    """A document's units: a bare array is its own list, a request body's are under ``key``."""
+    if isinstance(document, list):
+        return list(document)
+    held = document.get(key) if isinstance(document, dict) else None
+    return list(held) if isinstance(held, list) else []
+
+
+def unreadable(exc: Exception) -> str:
+    """Why ``json.loads`` failed other than with a syntax error."""
+    if isinstance(exc, RecursionError):
+        return (
+            "the JSON nests too deeply to read; a transcript holds flat message objects, "
+            "so this is not one (or it is damaged)"
+        )
+    return f"invalid JSON ({exc})"  # e.g. a number with more than 4,300 digits
+
+
+def loads(text: str, source: str) -> object:
+    """Decode a file's JSON text; the error names ``source``, the line and the column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
+        raise InvalidContextError(msg) from exc
+    except (RecursionError, ValueError) as exc:
+        raise InvalidContextError(f"{source}: {unreadable(exc)}") from exc
+
+
+def dumps_document(document: Any) -> bytes:
+    """Return a JSON value as indented UTF-8 text ending in a newline."""
+    try:
+        return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
+        return (json.dumps(document, indent=2) + "\n").encode("ascii")
 
 
 def dumps_messages(messages: list[dict[str, Any]], fmt: Format) -> bytes:

@@ -3,9 +3,10 @@
 Every validator (:func:`~mellea_ctx.validate_openai`, ``validate_anthropic``,
 ``validate_responses``, ``validate_gemini``), :func:`~mellea_ctx.repair_history`'s
 report and every command of the command line read it, so they cannot disagree.
-The rules stay where they are written (``openai``, ``history``,
-``content_rules``, ``responses_rules``, ``gemini_rules``); this module only
-gathers their findings into typed :class:`Problem` values. Each finding is
+The rules stay where they are written (each wire format's package,
+``call_rules``, ``content_rules``); each format's ``problems`` in the
+registry (:mod:`.registry`) gathers their findings into typed
+:class:`Problem` values, and :func:`problems` asks the format named. Each finding is
 tagged with its component's index where it is found: no location string is
 ever parsed back into a number.
 """
@@ -18,13 +19,7 @@ from typing import Literal
 import attrs
 
 from .._core.components import Component
-from .._core.exceptions import InvalidArgumentError
-from . import gemini, responses
-from .call_rules import Provider, scan_anthropic
-from .content_rules import content_problems
-from .gemini_rules import contents_problems, system_problems
-from .openai import call_problems as openai_tool_problems
-from .responses_rules import item_problems
+from .registry import Provider, wire_format
 
 __all__ = ["Problem", "Rule", "problems"]
 
@@ -67,27 +62,23 @@ class Problem:
         return f"{self.location}: {self.message}"
 
 
-def _split(index: int | None, line: str, rule: Rule) -> Problem:
+def from_line(index: int | None, line: str, rule: Rule) -> Problem:
     """A problem from a wire validator's line, which it writes as ``"where: message"``."""
     location, _, message = line.partition(": ")
     return Problem(index, location, rule, message)
 
 
-def _responses(items: Sequence[Component]) -> list[Problem]:
-    written, owners, _ = responses._write(items)  # item -> the component it came from
-    found = item_problems(written)
-    return [_split(owners[at] if at < len(owners) else None, line, "items") for at, line in found]
+def per_component(
+    calls: Iterable[tuple[int, str]],
+    content: Iterable[tuple[int, str]],
+    label: Callable[[int], str],
+) -> list[Problem]:
+    """Problems from ``(index, message)`` pairs of the tool-call and the content rules.
 
-
-def _gemini(items: Sequence[Component]) -> list[Problem]:
-    body, owners, _ = gemini._write(items)
-    system = body.get("systemInstruction")
-    found = [_split(0, line, "contents") for line in system_problems(system)] if system else []
-    found += [
-        _split(owners[at] if at is not None and at < len(owners) else None, line, "contents")
-        for at, line in contents_problems(body["contents"])
-    ]
-    return found
+    For formats whose rules name components (OpenAI Chat, Anthropic), located by ``label``.
+    """
+    found = [Problem(index, label(index), "tool_calls", text) for index, text in calls]
+    return found + [Problem(index, label(index), "content", text) for index, text in content]
 
 
 def problems(
@@ -126,20 +117,5 @@ def problems(
         (1, 'message 1', 'content')
     """
     items = components if isinstance(components, Sequence) else list(components)
-    if provider == "responses":
-        found = _responses(items)
-    elif provider == "gemini":
-        found = _gemini(items)
-    elif provider == "openai" or provider == "anthropic":
-        pairs = (
-            openai_tool_problems(items, label)
-            if provider == "openai"
-            else scan_anthropic(items).problems
-        )
-        found = [Problem(i, label(i), "tool_calls", text) for i, text in pairs]
-        inside = content_problems(items, provider)
-        found += [Problem(i, label(i), "content", text) for i, text in inside]
-    else:
-        msg = f"provider={provider!r} must be 'openai', 'anthropic', 'responses' or 'gemini'"
-        raise InvalidArgumentError(msg)
+    found = wire_format(provider).problems(items, label)
     return sorted(found, key=lambda p: -1 if p.index is None else p.index)

@@ -18,6 +18,7 @@ from typing import Any, Final
 import attrs
 from pyrsistent import PMap
 
+from .._core import parts as pt
 from .._core.checkpoint import Checkpoint
 from .._core.checks import is_plain
 from .._core.cleared import ClearedToolResult
@@ -32,16 +33,6 @@ from .._core.components import (
     Usage,
 )
 from .._core.exceptions import InvalidComponentError
-from .._core.parts import (
-    PART_TYPES,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    thaw_json,
-)
 from .._core.reprs import short_repr
 from .checkpoint_records import checkpoint_from_record, checkpoint_to_record
 
@@ -60,20 +51,21 @@ def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
     for call in calls:
         record: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": call.arguments}
         if call.extra:
-            record["extra"] = thaw_json(call.extra)
+            record["extra"] = pt.thaw_json(call.extra)
         out.append(record)
     return out
 
 
 #: A part's record ``"part"`` is its class's ``kind`` (one vocabulary), and back.
-_PART_KINDS: Final[dict[type, str]] = {cls: cls.kind for cls in PART_TYPES}
+_PART_KINDS: Final[dict[type, str]] = {cls: cls.kind for cls in pt.PART_TYPES}
 _PART_CLASSES: Final = {kind: cls for cls, kind in _PART_KINDS.items()}
 
 
-def part_to_record(part: Part) -> dict[str, Any]:
+def part_to_record(part: pt.Part) -> dict[str, Any]:
     """Return a JSON-able record of one content part (its fields that are set).
 
     Examples:
+        >>> from mellea_ctx import ThinkingPart
         >>> part_to_record(ThinkingPart("hmm", signature="s1"))
         {'part': 'thinking', 'text': 'hmm', 'signature': 's1'}
     """
@@ -82,27 +74,27 @@ def part_to_record(part: Part) -> dict[str, Any]:
         value = getattr(part, field.name)
         if value is None or (field.name == "extra" and not value):
             continue
-        record[field.name] = thaw_json(value) if isinstance(value, PMap) else value
+        record[field.name] = pt.thaw_json(value) if isinstance(value, PMap) else value
     return record
 
 
-def part_from_record(record: Mapping[str, Any]) -> Part:
+def part_from_record(record: Mapping[str, Any]) -> pt.Part:
     """Return the part a :func:`part_to_record` record describes."""
     fields = {key: value for key, value in record.items() if key != "part"}
     cls = _PART_CLASSES[record["part"]]
-    if cls is OpaquePart:
-        return OpaquePart(fields["provider"], fields["block"])
-    if cls in (TextPart, RefusalPart, ThinkingPart):
+    if cls is pt.OpaquePart:
+        return pt.OpaquePart(fields["provider"], fields["block"])
+    if cls in (pt.TextPart, pt.RefusalPart, pt.ThinkingPart):
         return cls(fields.pop("text"), **fields)
-    if cls is RedactedThinkingPart:
-        return RedactedThinkingPart(fields.pop("data"), **fields)
+    if cls is pt.RedactedThinkingPart:
+        return pt.RedactedThinkingPart(fields.pop("data"), **fields)
     return cls(**fields)  # type: ignore[no-any-return]
 
 
 def _content(record: dict[str, Any], component: Component) -> None:
     """Record ``component``'s parts: as ``content`` text when plain, else as ``parts``."""
     parts = component.parts
-    plain = len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra
+    plain = len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].extra
     if plain:
         record["content"] = component.content
     else:
@@ -110,7 +102,7 @@ def _content(record: dict[str, Any], component: Component) -> None:
     if component.structured != (not is_plain(parts)):  # what the constructor would choose
         record["structured"] = component.structured
     if component.extra:
-        record["extra"] = thaw_json(component.extra)
+        record["extra"] = pt.thaw_json(component.extra)
 
 
 def _parts(record: Mapping[str, Any], key: str = "content") -> Any:
@@ -156,12 +148,12 @@ def component_to_record(component: Component) -> dict[str, Any]:
         return record
     if type(component) is ModelOutputThunk:
         record = {"kind": "output", "value": component.value}
-        if component.parts != ((TextPart(component.value),) if component.value else ()):
+        if component.parts != ((pt.TextPart(component.value),) if component.value else ()):
             record["parts"] = [part_to_record(part) for part in component.parts]
         if component.structured != (not is_plain(component.parts)):
             record["structured"] = component.structured
         if component.extra:
-            record["extra"] = thaw_json(component.extra)
+            record["extra"] = pt.thaw_json(component.extra)
         if component.tool_calls:
             record["tool_calls"] = _calls(component.tool_calls)
         if component.usage is not None:

@@ -16,213 +16,109 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
-
-import attrs
+from typing import Any
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidContextError
-from .anthropic import anthropic_document
-from .anthropic_files import looks_anthropic, parse_anthropic
-from .files import atomic_write, dumps_messages
-from .locate import array_labels
-from .openai import parse_message as _parse_message
+from .files import (
+    Format,
+    Transcript,
+    TranscriptFormat,
+    atomic_write,
+    dumps_document,
+    dumps_messages,
+    loads,
+)
 from .openai import to_openai
-from .wire_files import detect, parse, wire_document
+from .openai.files import parse_text, text_format
+from .registry import Provider, Reading, WireFormat, detect, wire_format
 
 __all__ = [
     "Format",
+    "Transcript",
+    "TranscriptFormat",
     "dump_anthropic",
     "dump_conversation",
     "load_anthropic",
     "load_conversation",
 ]
 
-#: A transcript's file format: a JSON array of messages, or one message per line.
-Format = Literal["json", "jsonl"]
-
-#: A transcript as the command line reads and writes it: the two OpenAI file
-#: formats, or Anthropic Messages turns (a JSON array, or an object with
-#: ``system`` and ``messages``), OpenAI Responses API items, or Gemini contents
-#: (both read and written by ``wire_files``).
-TranscriptFormat = Literal["json", "jsonl", "anthropic", "responses", "gemini"]
+#: The file formats of OpenAI Chat messages; every other transcript format is a wire format.
+_CHAT_FILES: tuple[Format, ...] = ("json", "jsonl")
 
 
-def _unreadable(exc: Exception) -> str:
-    """Why ``json.loads`` failed other than with a syntax error."""
-    if isinstance(exc, RecursionError):
-        return (
-            "the JSON nests too deeply to read; a transcript holds flat message objects, "
-            "so this is not one (or it is damaged)"
-        )
-    return f"invalid JSON ({exc})"  # e.g. a number with more than 4,300 digits
+def wire_of(fmt: str) -> WireFormat:
+    """The wire format a transcript format is written in (``"json"``, ``"jsonl"``: OpenAI Chat)."""
+    return wire_format("openai" if fmt in _CHAT_FILES else fmt)
 
 
-@attrs.define(frozen=True, slots=True)
-class Transcript:
-    """A parsed transcript: its components, its format, and where each one was read."""
-
-    components: list[Component]
-    format: TranscriptFormat
-    locations: list[str]  # "line 7" (JSONL) or "message 6" (JSON), per component
-    #: A request body's other keys (``model``, ``tools``, ...), written back around
-    #: the messages; ``None`` when the file is a bare array of messages.
-    envelope: dict[str, Any] | None = None
-    #: The file's JSON value as read (for JSONL, the list of its lines' values),
-    #: so the command line can compare its output with its input.
-    raw: Any = None
+def title(fmt: str) -> str:
+    """How the command line names a file format: ``"OpenAI JSONL"``, ``"Gemini"``."""
+    shown = wire_of(fmt).title
+    return f"{shown} {fmt.upper()}" if fmt in _CHAT_FILES else shown
 
 
-def _detect(text: str, suffix: str) -> Format:
-    if suffix.lower() == ".jsonl":
-        return "jsonl"
-    stripped = text.lstrip()
-    return "json" if stripped.startswith("[") or not stripped else "jsonl"
+def parse(data: object, fmt: Provider, source: str) -> Reading:
+    """Read a file's JSON value in wire format ``fmt``: components, locations, envelope."""
+    return wire_format(fmt).read(data, source, None)
 
 
-def _parse_json(text: str, source: str, *, lines: bool = False) -> Transcript:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
-        raise InvalidContextError(msg) from exc
-    except (RecursionError, ValueError) as exc:
-        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
-    if not isinstance(data, list):
-        msg = (
-            f"{source}: holds a JSON {type(data).__name__}, expected a JSON array of messages "
-            "(or JSONL, one message per line)"
-        )
-        raise InvalidContextError(msg)
-    locations = array_labels(text if lines else None, len(data))
-    components = [
-        _parse_message(raw, f"{source} {where}") for raw, where in zip(data, locations, strict=True)
-    ]
-    return Transcript(components, "json", locations, raw=data)
+def wire_document(
+    components: Iterable[Component],
+    fmt: Provider,
+    body: Mapping[str, Any] | None,
+    *,
+    lost: list[str] | None = None,
+) -> Any:
+    """Return ``components`` as wire format ``fmt``'s JSON value, inside ``body``'s other keys."""
+    return wire_format(fmt).write(components, body, lost)
 
 
-def _parse_jsonl(text: str, source: str) -> Transcript:
-    components: list[Component] = []
-    locations: list[str] = []
-    values: list[Any] = []
-    # Split on "\n" only: str.splitlines() would also split inside a message
-    # whose text holds U+2028 or similar, which json.dumps leaves unescaped.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            hint = ""
-            if not components and text.lstrip().startswith("{"):
-                hint = (
-                    "; the file looks like one JSON object, but a transcript is a JSON array "
-                    "of messages or JSONL with one message per line"
-                )
-            msg = f"{source} {where} column {exc.colno}: invalid JSON ({exc.msg}){hint}"
-            raise InvalidContextError(msg) from exc
-        except (RecursionError, ValueError) as exc:
-            raise InvalidContextError(f"{source} {where}: {_unreadable(exc)}") from exc
-        components.append(_parse_message(raw, f"{source} {where}"))
-        locations.append(where)
-        values.append(raw)
-    return Transcript(components, "jsonl", locations, raw=values)
-
-
-def _request_body(text: str) -> dict[str, Any] | None:
-    """Return the parsed text when it is one JSON object with a ``messages`` list.
-
-    An object with a ``role`` is a message, whatever else it carries: a one-line JSONL file
-    holding a message with an extra ``messages`` key is that message, not an empty body.
-    """
-    if not text.lstrip().startswith("{"):
-        return None
-    try:
-        data = json.loads(text)
-    except (RecursionError, ValueError):
-        return None
-    if isinstance(data, dict) and isinstance(data.get("messages"), list) and "role" not in data:
-        return data
-    return None
-
-
-def _parse_body(body: dict[str, Any], source: str) -> Transcript:
-    """A Chat Completions request body: its messages, and its other keys as the envelope."""
-    locations = [f"message {index}" for index in range(len(body["messages"]))]
-    components = [
-        _parse_message(raw, f"{source} {where}")
-        for raw, where in zip(body["messages"], locations, strict=True)
-    ]
-    envelope = {key: value for key, value in body.items() if key != "messages"}
-    return Transcript(components, "json", locations, envelope, raw=body)
-
-
-def _parse_transcript(text: str, source: str, fmt: Format, *, lines: bool = False) -> Transcript:
-    body = _request_body(text)
-    if body is not None:
-        return _parse_body(body, source)
-    if fmt == "json" and not text.strip():
-        msg = f"{source}: the file is empty; expected a JSON array of messages ([] for none)"
-        raise InvalidContextError(msg)
-    if fmt == "json":
-        return _parse_json(text, source, lines=lines)
-    return _parse_jsonl(text, source)
+def _read_as(wire: WireFormat, data: object, source: str, text: str | None) -> Transcript:
+    components, locations, envelope = wire.read(data, source, text)
+    fmt: TranscriptFormat = "json" if wire.name == "openai" else wire.name
+    return Transcript(components, fmt, locations, envelope, raw=data)
 
 
 def _parse_anthropic(data: object, source: str, text: str | None = None) -> Transcript:
-    components, locations, envelope = parse_anthropic(data, source, text)
-    return Transcript(components, "anthropic", locations, envelope, raw=data)
-
-
-def _loads(text: str, source: str) -> object:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"{source} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
-        raise InvalidContextError(msg) from exc
-    except (RecursionError, ValueError) as exc:
-        raise InvalidContextError(f"{source}: {_unreadable(exc)}") from exc
+    """An Anthropic transcript's parsed JSON, read (the other half of ``dump_anthropic``)."""
+    return _read_as(wire_format("anthropic"), data, source, text)
 
 
 def parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str) -> Transcript:
-    """Parse a transcript in ``fmt``, or in the format its name and text show."""
-    if fmt == "anthropic":
-        if not text.strip():
-            msg = f"{source}: the file is empty; expected a JSON array of Messages API turns"
-            raise InvalidContextError(msg)
-        return _parse_anthropic(_loads(text, source), source, text)
-    if fmt == "responses" or fmt == "gemini":
-        data = _loads(text, source)
-        components, locations, body = parse(data, fmt, source)
-        return Transcript(components, fmt, locations, body, raw=data)
+    """Parse a transcript in ``fmt``, or in the format its name and text show.
+
+    A wire format named is read from the file's JSON; with no format, the
+    registry's detectors are asked (the most specific first), and a file none
+    of them claims is read as OpenAI Chat messages (a JSON array or JSONL).
+    """
+    if fmt == "json" or fmt == "jsonl":
+        return parse_text(text, source, fmt, lines=True)
     if fmt is not None:
-        return _parse_transcript(text, source, fmt, lines=True)
-    detected = _detect(text, suffix)
+        wire = wire_format(fmt)
+        if wire.empty is not None and not text.strip():
+            msg = f"{source}: the file is empty; expected {wire.empty}"
+            raise InvalidContextError(msg)
+        return _read_as(wire, loads(text, source), source, text)
+    detected = text_format(text, suffix)
     stripped = text.lstrip()
     if detected == "json" or stripped.startswith("{"):
         try:
             data = json.loads(text)
         except (RecursionError, ValueError):
             data = None  # let the OpenAI reader report it, with its hints
-        wire = detect(data)
-        if wire is not None:
-            components, locations, body = parse(data, wire, source)
-            return Transcript(components, wire, locations, body, raw=data)
-        if data is not None and looks_anthropic(data):
-            return _parse_anthropic(data, source, text)
-        if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            # An OpenAI request body, {"model": ..., "messages": [...]}: kept whole.
-            return _parse_body(data, source)
+        found = None if data is None else detect(data)
+        if found is not None:  # an OpenAI request body too, {"model": ..., "messages": [...]}
+            return _read_as(found, data, source, text)
         if isinstance(data, dict) and suffix.lower() == ".json":
             msg = (
                 f"{source}: holds one JSON object, not a JSON array of messages; put it in "
                 "[...], or name the file .jsonl if it is JSONL (one message per line)"
             )
             raise InvalidContextError(msg)
-    return _parse_transcript(text, source, detected, lines=True)
+    return parse_text(text, source, detected, lines=True)
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -251,22 +147,9 @@ def transcript_document(
     ``lost`` collects what the format could not carry, as the writers' own
     ``lost=`` does (without it, a :class:`~mellea_ctx.LossyConversionWarning`).
     """
-    if fmt == "anthropic" or fmt == "responses" or fmt == "gemini":
-        if fmt == "anthropic":
-            document = anthropic_document(components, envelope=envelope, lost=lost)
-        else:
-            document = wire_document(components, fmt, envelope, lost=lost)
-        try:
-            return (json.dumps(document, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate read from a "\\ud800" escape
-            return (json.dumps(document, indent=2) + "\n").encode("ascii")
-    if envelope is not None:
-        body = {**envelope, "messages": to_openai(components, lost=lost)}
-        try:
-            return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-        except UnicodeEncodeError:
-            return (json.dumps(body, indent=2) + "\n").encode("ascii")
-    return dumps_messages(to_openai(components, lost=lost), fmt)
+    if fmt == "jsonl" and envelope is None:
+        return dumps_messages(to_openai(components, lost=lost), fmt)
+    return dumps_document(wire_of(fmt).write(components, envelope, lost))
 
 
 def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:
@@ -332,13 +215,8 @@ def dump_anthropic(components: Iterable[Component], path: str | os.PathLike[str]
 def _read_transcript(path: str | os.PathLike[str]) -> Transcript:
     """Read and parse a transcript file, detecting its format (see ``load_conversation``)."""
     file = Path(path)
-    data = file.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        msg = f"{file}: byte {exc.start} is not UTF-8 ({exc.reason}); save the file as UTF-8"
-        raise InvalidContextError(msg) from exc
-    return _parse_transcript(text, str(file), _detect(text, file.suffix))
+    text = _decode(file.read_bytes(), str(file))
+    return parse_text(text, str(file), text_format(text, file.suffix))
 
 
 def load_conversation(path: str | os.PathLike[str]) -> list[Component]:

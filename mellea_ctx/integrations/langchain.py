@@ -66,20 +66,8 @@ from mellea_ctx import (
 )
 from mellea_ctx import ContextOverflowError as WindowOverflow
 from mellea_ctx import ToolMessage as ToolResult
+from mellea_ctx._core import parts
 from mellea_ctx._core.checks import require_int, require_method
-from mellea_ctx._core.parts import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
 from mellea_ctx._core.tools import Tool
 
 from ._runner import acompact_pairs, compact_pairs, definitions_tokens
@@ -109,66 +97,66 @@ def _fail(index: int, what: str, fix: str) -> InvalidArgumentError:
     return InvalidArgumentError(f"from_langchain: message {index}: {what}; {fix}")
 
 
-def _block_part(block: object) -> Part:
+def _block_part(block: object) -> parts.Part:
     if isinstance(block, str):  # LangChain allows bare strings in a content list
-        return TextPart(block, extra={"langchain_str": True})
+        return parts.TextPart(block, extra={"langchain_str": True})
     if not isinstance(block, dict):
-        return OpaquePart("langchain", {"value": block})
+        return parts.OpaquePart("langchain", {"value": block})
     kind = block.get("type")
     rest = {k: v for k, v in block.items() if k not in ("type", "text", "thinking", "signature")}
     if kind == "text" and isinstance(block.get("text"), str):
-        return TextPart(block["text"], extra=rest)
+        return parts.TextPart(block["text"], extra=rest)
     if kind == "thinking" and isinstance(block.get("thinking"), str):
         signature = block.get("signature")
         if signature is None or isinstance(signature, str):
-            return ThinkingPart(
+            return parts.ThinkingPart(
                 block["thinking"], signature=signature, provider="anthropic", extra=rest
             )
     if kind == "reasoning" and isinstance(block.get("reasoning"), str):
         keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
-        return ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
+        return parts.ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
     if kind == "image_url" and isinstance(block.get("image_url"), dict):
         # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
         # summarizer sees the image (and its URL) as it sees any ImagePart.
         try:
             (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
         except (InvalidArgumentError, InvalidContextError, ValueError):
-            return OpaquePart("langchain", block)
+            return parts.OpaquePart("langchain", block)
         return part
-    return OpaquePart("langchain", block)
+    return parts.OpaquePart("langchain", block)
 
 
-def _block_of(part: Part) -> object:
-    extra = thaw_json(part.extra) if hasattr(part, "extra") else {}
+def _block_of(part: parts.Part) -> object:
+    extra = parts.thaw_json(part.extra) if hasattr(part, "extra") else {}
     match part:
-        case TextPart():
+        case parts.TextPart():
             if extra.get("langchain_str") is True and len(extra) == 1:
                 return part.text
             return {"type": "text", "text": part.text, **extra}
-        case ThinkingPart():
+        case parts.ThinkingPart():
             if part.provider == "langchain":
                 return {"type": "reasoning", "reasoning": part.text, **extra}
             block = {"type": "thinking", "thinking": part.text}
             if part.signature is not None:
                 block["signature"] = part.signature
             return {**block, **extra}
-        case OpaquePart():
-            block = thaw_json(part.block)
+        case parts.OpaquePart():
+            block = parts.thaw_json(part.block)
             if part.provider == "langchain" and set(block) == {"value"}:
                 return block["value"]
             return block
-        case RedactedThinkingPart():
+        case parts.RedactedThinkingPart():
             return {"type": "redacted_thinking", "data": part.data, **extra}
-        case ImagePart(url=None, data=None):  # a provider's file: LangChain's image block
+        case parts.ImagePart(url=None, data=None):  # a provider's file: LangChain's image block
             return _data_block("image", file_id=part.file_id, mime_type=part.media_type)
-        case ImagePart():
+        case parts.ImagePart():
             return to_openai([Message("user", [part])])[0]["content"][0]
-        case RefusalPart():
+        case parts.RefusalPart():
             return {"type": "refusal", "refusal": part.text, **extra}
-        case DocumentPart(text=str() as text):
+        case parts.DocumentPart(text=str() as text):
             mime = part.media_type or "text/plain"
             return _data_block("text-plain", text=text, mime_type=mime, title=part.name)
-        case DocumentPart():
+        case parts.DocumentPart():
             extras = {"filename": part.name} if part.name is not None else None
             return _data_block(
                 "file",
@@ -178,11 +166,11 @@ def _block_of(part: Part) -> object:
                 mime_type=part.media_type,
                 extras=extras,
             )
-        case AudioPart():
+        case parts.AudioPart():
             audio_mime = f"audio/{part.format}" if part.format is not None else None
             return _data_block("audio", base64=part.data, id=part.id, mime_type=audio_mime)
         case _:
-            assert_never(part)
+            parts.assert_never(part)
 
 
 def _data_block(kind: str, **fields: object) -> dict[str, Any]:
@@ -240,7 +228,7 @@ def _cleared_from(message: ToolMessage, record: dict[str, Any], index: int) -> C
 
 def _to_cleared(component: ClearedToolResult) -> ToolMessage:
     """The cleared result as LangChain's context editing writes one, plus its record."""
-    base = thaw_json(component.extra) or thaw_json(component.original.extra)
+    base = parts.thaw_json(component.extra) or parts.thaw_json(component.original.extra)
     base.pop("artifact", None)
     kwargs = dict(base.pop("additional_kwargs", None) or {})
     kwargs[RECORD_KEY] = {
@@ -337,7 +325,7 @@ def from_langchain(messages: Iterable[BaseMessage]) -> list[Component]:
 def _to_one(component: Component) -> BaseMessage:
     if isinstance(component, ClearedToolResult):
         return _to_cleared(component)
-    extra = thaw_json(component.extra)
+    extra = parts.thaw_json(component.extra)
     content = _content_of(component)
     name = component.name
     if isinstance(component, ToolResult):

@@ -40,25 +40,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.calls import ToolCall
-from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from .._core.exceptions import InvalidComponentError, InvalidContextError
-from .._core.parts import (
-    DATA_URI,
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
-from .._core.reprs import short_repr
-from .notes import note, provider_keys, report_losses, with_notes
+from ..._core import parts as pt
+from ..._core.calls import ToolCall
+from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
+from ..._core.exceptions import InvalidComponentError
+from ..._core.reprs import short_repr
+from ..notes import note, provider_keys, report_losses, with_notes
+from ..reading import invalid, other_keys
 
 __all__ = [
     "ITEM_FIELDS",
@@ -149,40 +137,32 @@ def answer_keys(call: ToolCall) -> dict[str, Any]:
     return {"type": CALLS["custom_tool_call"]} if is_custom_call(call) else {}
 
 
-def _fail(where: str, detail: str) -> InvalidContextError:
-    return InvalidContextError(f"{where}: {detail}")
-
-
-def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {key: value for key, value in block.items() if key not in known}
-
-
 def _default_text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
-def _read_part(block: object, role: str, where: str) -> Part:
+def _read_part(block: object, role: str, where: str) -> pt.Part:
     """One content part; anything we cannot model exactly stays an opaque part."""
     if not isinstance(block, Mapping):
-        raise _fail(where, f"{short_repr(block)} must be an object with a 'type'")
+        raise invalid(where, f"{short_repr(block)} must be an object with a 'type'")
     kind = block.get("type")
     try:
         if kind in ("input_text", "output_text") and type(block.get("text")) is str:
             rest = (
-                _rest(block, "text")
+                other_keys(block, "text")
                 if kind != _default_text_type(role)
-                else _rest(block, "type", "text")
+                else other_keys(block, "type", "text")
             )
-            return TextPart(block["text"], extra=rest)
+            return pt.TextPart(block["text"], extra=rest)
         if kind == "refusal" and type(block.get("refusal")) is str:
-            return RefusalPart(block["refusal"], extra=_rest(block, "type", "refusal"))
+            return pt.RefusalPart(block["refusal"], extra=other_keys(block, "type", "refusal"))
         if kind == "input_image":
             return _read_image(block)
         if kind == "input_file":
             return _read_file(block)
     except InvalidComponentError:
         pass
-    return OpaquePart(PROVIDER, block)
+    return pt.OpaquePart(PROVIDER, block)
 
 
 def _present(block: Mapping[str, Any], key: str) -> str | None:
@@ -199,48 +179,48 @@ def _kept(block: Mapping[str, Any], modelled: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _read_image(block: Mapping[str, Any]) -> Part:
+def _read_image(block: Mapping[str, Any]) -> pt.Part:
     url, file_id, detail = (_present(block, k) for k in ("image_url", "file_id", "detail"))
     extra = _kept(block, ("image_url", "file_id", "detail"))
-    match = DATA_URI.fullmatch(url) if url is not None else None
+    match = pt.DATA_URI.fullmatch(url) if url is not None else None
     if match is not None:
-        return ImagePart(
+        return pt.ImagePart(
             data=match["data"],
             media_type=match["media"],
             file_id=file_id,
             detail=detail,
             extra=extra,
         )
-    return ImagePart(url=url, file_id=file_id, detail=detail, extra=extra)
+    return pt.ImagePart(url=url, file_id=file_id, detail=detail, extra=extra)
 
 
-def _read_file(block: Mapping[str, Any]) -> Part:
+def _read_file(block: Mapping[str, Any]) -> pt.Part:
     keys = ("file_data", "file_id", "file_url", "filename")
     data, file_id, url, name = (_present(block, k) for k in keys)
     if data is None and file_id is None and url is None:
-        return OpaquePart(PROVIDER, block)
+        return pt.OpaquePart(PROVIDER, block)
     extra = _kept(block, keys)
-    match = DATA_URI.fullmatch(data) if data is not None else None
+    match = pt.DATA_URI.fullmatch(data) if data is not None else None
     if match is not None:  # base64 and its type apart, as every other reader gives them
         data, media = match["data"], match["media"]
-        return DocumentPart(
+        return pt.DocumentPart(
             data=data, media_type=media, file_id=file_id, url=url, name=name, extra=extra
         )
-    return DocumentPart(data=data, file_id=file_id, url=url, name=name, extra=extra)
+    return pt.DocumentPart(data=data, file_id=file_id, url=url, name=name, extra=extra)
 
 
-def _read_content(content: object, role: str, where: str) -> tuple[tuple[Part, ...], bool]:
+def _read_content(content: object, role: str, where: str) -> tuple[tuple[pt.Part, ...], bool]:
     """Parts of a message's (or output's) content, and whether it was a list."""
     if type(content) is str:
-        return (TextPart(content),), False
+        return (pt.TextPart(content),), False
     if isinstance(content, list):
         return tuple(
             _read_part(block, role, f"{where} content[{i}]") for i, block in enumerate(content)
         ), True
-    raise _fail(where, f"content={short_repr(content)} must be a string or a list of parts")
+    raise invalid(where, f"content={short_repr(content)} must be a string or a list of parts")
 
 
-def _read_reasoning(item: Mapping[str, Any]) -> ThinkingPart:
+def _read_reasoning(item: Mapping[str, Any]) -> pt.ThinkingPart:
     summary = item.get("summary")
     texts = []
     if isinstance(summary, list):
@@ -251,7 +231,7 @@ def _read_reasoning(item: Mapping[str, Any]) -> ThinkingPart:
     extra = _kept(item, ("encrypted_content",))
     if "summary" not in item:  # written back without one, as it came
         extra = with_notes(extra, summary="absent")
-    return ThinkingPart("\n\n".join(texts), signature=signature, provider=PROVIDER, extra=extra)
+    return pt.ThinkingPart("\n\n".join(texts), signature=signature, provider=PROVIDER, extra=extra)
 
 
 def _read_call(item: Mapping[str, Any], where: str) -> ToolCall:
@@ -261,23 +241,23 @@ def _read_call(item: Mapping[str, Any], where: str) -> ToolCall:
     for field, value in (("call_id", call_id), ("name", name), (payload, arguments)):
         if type(value) is not str or (field != payload and not value):
             expected = "must be a string" if field == payload else "must be a non-empty string"
-            raise _fail(where, f"{kind} {field}={short_repr(value)} {expected}")
+            raise invalid(where, f"{kind} {field}={short_repr(value)} {expected}")
     known = (
         ("call_id", "name", payload)
         if kind == "custom_tool_call"
         else ("type", "call_id", "name", payload)
     )
-    return ToolCall(call_id, name, arguments, extra=_rest(item, *known))  # type: ignore[arg-type]
+    return ToolCall(call_id, name, arguments, extra=other_keys(item, *known))  # type: ignore[arg-type]
 
 
 def _read_output(item: Mapping[str, Any], where: str) -> ToolMessage:
     call_id = item.get("call_id")
     if type(call_id) is not str or not call_id:
-        raise _fail(
+        raise invalid(
             where, f"{item['type']} call_id={short_repr(call_id)} must be a non-empty string"
         )
     if "output" not in item:
-        raise _fail(where, f"{item['type']} has no 'output'; pass the tool's result as text")
+        raise invalid(where, f"{item['type']} has no 'output'; pass the tool's result as text")
     parts, structured = _read_content(item["output"], "tool", where)
     known = (
         ("call_id", "output")
@@ -285,7 +265,7 @@ def _read_output(item: Mapping[str, Any], where: str) -> ToolMessage:
         else ("type", "call_id", "output")
     )
     return ToolMessage(
-        parts, tool_call_id=call_id, extra=_rest(item, *known), structured=structured
+        parts, tool_call_id=call_id, extra=other_keys(item, *known), structured=structured
     )
 
 
@@ -302,7 +282,7 @@ class _Step:
 
     def reset(self) -> None:
         self.start = 0
-        self.parts: list[Part] = []
+        self.parts: list[pt.Part] = []
         self.calls: list[ToolCall] = []
         self.message: dict[str, Any] | None = None
         self.structured = True
@@ -373,7 +353,7 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
     for index, item in enumerate(items):
         where = f"item {index}"
         if not isinstance(item, Mapping):
-            raise _fail(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
+            raise invalid(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
         kind = _kind(item)
         try:
             if kind == "message" and item.get("role") == "assistant":
@@ -382,12 +362,12 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
                 step.begin(index)
                 parts, step.structured = _read_content(item.get("content"), "assistant", where)
                 step.parts += parts
-                step.message = _rest(item, "content")
+                step.message = other_keys(item, "content")
             elif kind == "message":
                 step.flush(out, starts)
                 role = item.get("role")
                 parts, structured = _read_content(item.get("content"), str(role), where)
-                extra = _rest(item, "role", "content")
+                extra = other_keys(item, "role", "content")
                 out.append(Message(role, parts, extra=extra, structured=structured))  # type: ignore[arg-type]
                 starts.append(index)
             elif kind in CALLS:
@@ -401,11 +381,11 @@ def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int
                 if step.closed_to("item"):
                     step.flush(out, starts)
                 reasoning = kind == "reasoning" and item.get("id") is not None
-                part = _read_reasoning(item) if reasoning else OpaquePart(ITEM_PROVIDER, item)
+                part = _read_reasoning(item) if reasoning else pt.OpaquePart(ITEM_PROVIDER, item)
                 step.begin(index)
                 step.parts.append(part)
         except InvalidComponentError as exc:
-            raise _fail(where, str(exc)) from exc
+            raise invalid(where, str(exc)) from exc
     step.flush(out, starts)
     return out, starts
 
@@ -433,19 +413,19 @@ class _Writer:
                 )
         return kept
 
-    def part(self, part: Part, role: str) -> dict[str, Any] | None:
+    def part(self, part: pt.Part, role: str) -> dict[str, Any] | None:
         match part:
-            case TextPart():
+            case pt.TextPart():
                 given = provider_keys(part.extra).get("type")
                 kind = given if given in ("input_text", "output_text") else _default_text_type(role)
                 return {"type": kind, "text": part.text, **self.keys(part.extra, kind, PART_FIELDS)}
-            case RefusalPart():
+            case pt.RefusalPart():
                 return {
                     "type": "refusal",
                     "refusal": part.text,
                     **self.keys(part.extra, "refusal", PART_FIELDS),
                 }
-            case ImagePart():
+            case pt.ImagePart():
                 block: dict[str, Any] = {"type": "input_image"}
                 url = part.url if part.url is not None else part.data_uri
                 fields = (("image_url", url), ("file_id", part.file_id), ("detail", part.detail))
@@ -453,7 +433,7 @@ class _Writer:
                     if value is not None:
                         block[key] = value
                 return {**block, **self.keys(part.extra, "input_image", PART_FIELDS)}
-            case DocumentPart():
+            case pt.DocumentPart():
                 if part.text is not None and part.data is part.file_id is part.url is None:
                     return {"type": _default_text_type(role), "text": part.text}
                 if part.data is part.file_id is part.url is None:
@@ -470,29 +450,29 @@ class _Writer:
                     if value is not None:
                         block[key] = value
                 return {**block, **self.keys(part.extra, "input_file", PART_FIELDS)}
-            case OpaquePart() if part.provider == PROVIDER and part.type in PART_FIELDS:
+            case pt.OpaquePart() if part.provider == PROVIDER and part.type in PART_FIELDS:
                 # verbatim; Chat's parts are "openai" too, and only the types the Responses
                 # API defines for content can go back (Chat's input_audio cannot)
-                return thaw_json(part.block)  # type: ignore[no-any-return]
-            case OpaquePart():
+                return pt.thaw_json(part.block)  # type: ignore[no-any-return]
+            case pt.OpaquePart():
                 what = f"an opaque {part.provider} block of type {part.type!r}"
                 self.lost.append(f"{self.where}: {what}")
                 return None
-            case ThinkingPart() | RedactedThinkingPart():
+            case pt.ThinkingPart() | pt.RedactedThinkingPart():
                 provider = getattr(part, "provider", "anthropic")
                 self.lost.append(f"{self.where}: a thinking part from {provider!r} in a message")
                 return None
-            case AudioPart():
+            case pt.AudioPart():
                 self.lost.append(f"{self.where}: an audio part (Responses input takes none)")
                 return None
             case _:
-                assert_never(part)
+                pt.assert_never(part)
 
-    def content(self, parts: Sequence[Part], role: str, structured: bool) -> str | list[Any]:
+    def content(self, parts: Sequence[pt.Part], role: str, structured: bool) -> str | list[Any]:
         if (
             not structured
             and len(parts) == 1
-            and type(parts[0]) is TextPart
+            and type(parts[0]) is pt.TextPart
             and not provider_keys(parts[0].extra)
         ):
             return parts[0].text
@@ -500,10 +480,10 @@ class _Writer:
             return ""
         return [block for block in (self.part(p, role) for p in parts) if block is not None]
 
-    def item_part(self, part: Part) -> dict[str, Any] | None:
-        if isinstance(part, OpaquePart):
-            return thaw_json(part.block)  # type: ignore[no-any-return]
-        if not isinstance(part, ThinkingPart) or part.provider != PROVIDER:
+    def item_part(self, part: pt.Part) -> dict[str, Any] | None:
+        if isinstance(part, pt.OpaquePart):
+            return pt.thaw_json(part.block)  # type: ignore[no-any-return]
+        if not isinstance(part, pt.ThinkingPart) or part.provider != PROVIDER:
             provider = getattr(part, "provider", "anthropic")
             # another provider's reasoning cannot be verified by OpenAI
             self.lost.append(f"{self.where}: a thinking part from {provider!r}")
@@ -567,17 +547,17 @@ class _Writer:
         return {"role": role, "content": content, **extra}
 
 
-def _file_data(part: DocumentPart) -> str | None:
+def _file_data(part: pt.DocumentPart) -> str | None:
     """An ``input_file``'s ``file_data``: a ``data:`` URI when the media type is known."""
     if part.data is None or part.media_type is None:
         return part.data
     return f"data:{part.media_type};base64,{part.data}"
 
 
-def _is_item_part(part: Part) -> bool:
-    if isinstance(part, (ThinkingPart, RedactedThinkingPart)):
+def _is_item_part(part: pt.Part) -> bool:
+    if isinstance(part, (pt.ThinkingPart, pt.RedactedThinkingPart)):
         return True
-    return isinstance(part, OpaquePart) and part.provider == ITEM_PROVIDER
+    return isinstance(part, pt.OpaquePart) and part.provider == ITEM_PROVIDER
 
 
 def to_responses(

@@ -17,22 +17,9 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.parts import (
-    DATA_URI,
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
-from .notes import carried_keys, note, report_losses, writable
+from ..._core import parts as pt
+from ..._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
+from ..notes import carried_keys, note, report_losses, writable
 
 __all__ = [
     "anthropic_document",
@@ -122,12 +109,12 @@ def _with_source(
     return {**block, **extra}
 
 
-def _image(part: ImagePart, extra: dict[str, Any]) -> dict[str, Any]:
+def _image(part: pt.ImagePart, extra: dict[str, Any]) -> dict[str, Any]:
     if part.data is not None:
         media = part.media_type or "application/octet-stream"
         source: dict[str, Any] = {"type": "base64", "media_type": media, "data": part.data}
     elif part.url is not None:
-        match = DATA_URI.fullmatch(part.url)
+        match = pt.DATA_URI.fullmatch(part.url)
         if match:
             source = {"type": "base64", "media_type": match["media"], "data": match["data"]}
         else:
@@ -137,7 +124,7 @@ def _image(part: ImagePart, extra: dict[str, Any]) -> dict[str, Any]:
     return _with_source("image", source, extra)
 
 
-def _document(part: DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | None:
+def _document(part: pt.DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | None:
     if part.data is not None:
         media = part.media_type or "application/pdf"
         source: dict[str, Any] = {"type": "base64", "media_type": media, "data": part.data}
@@ -154,10 +141,16 @@ def _document(part: DocumentPart, extra: dict[str, Any]) -> dict[str, Any] | Non
 
 
 #: The parts written as a block of their own, whose keys ``KEYS[cls.kind]`` lists.
-_BLOCKS: Final = (TextPart, ThinkingPart, RedactedThinkingPart, ImagePart, DocumentPart)
+_BLOCKS: Final = (
+    pt.TextPart,
+    pt.ThinkingPart,
+    pt.RedactedThinkingPart,
+    pt.ImagePart,
+    pt.DocumentPart,
+)
 
 
-def _carried(part: Part, where: str, lost: list[str]) -> dict[str, Any]:
+def _carried(part: pt.Part, where: str, lost: list[str]) -> dict[str, Any]:
     """The keys of ``part``'s ``extra`` its block defines (the others reported)."""
     for cls in _BLOCKS:
         if isinstance(part, cls):
@@ -165,13 +158,13 @@ def _carried(part: Part, where: str, lost: list[str]) -> dict[str, Any]:
     return {}  # not written as a block of its own
 
 
-def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None:
+def part_block(part: pt.Part, where: str, lost: list[str]) -> dict[str, Any] | None:
     """Return the block for ``part``, or ``None`` (and a line in ``lost``) when it has none."""
     extra = _carried(part, where, lost)
     match part:
-        case TextPart():
+        case pt.TextPart():
             return {"type": "text", "text": part.text, **extra}
-        case ThinkingPart():
+        case pt.ThinkingPart():
             if part.signature is None and part.provider != "anthropic":
                 lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
                 return None
@@ -179,28 +172,28 @@ def part_block(part: Part, where: str, lost: list[str]) -> dict[str, Any] | None
             if part.signature is not None:
                 block["signature"] = part.signature
             return {**block, **extra}
-        case RedactedThinkingPart():
+        case pt.RedactedThinkingPart():
             return {"type": "redacted_thinking", "data": part.data, **extra}
-        case ImagePart():
+        case pt.ImagePart():
             return _image(part, extra)
-        case DocumentPart():
+        case pt.DocumentPart():
             document = _document(part, extra)
             if document is None:
                 lost.append(f"{where}: a document with no data, text, url or file id")
             return document
-        case OpaquePart():
+        case pt.OpaquePart():
             if part.provider == "anthropic":
-                return thaw_json(part.block)  # type: ignore[no-any-return]
+                return pt.thaw_json(part.block)  # type: ignore[no-any-return]
             lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
             return None
-        case RefusalPart():
+        case pt.RefusalPart():
             lost.append(f"{where}: a refusal (no Messages API block holds one)")
             return None
-        case AudioPart():
+        case pt.AudioPart():
             lost.append(f"{where}: an audio part (the Messages API takes no audio)")
             return None
         case _:
-            assert_never(part)
+            pt.assert_never(part)
 
 
 def _tool_use(call: ToolCall, ids: list[str], where: str) -> dict[str, Any]:
@@ -223,7 +216,7 @@ def _id(call_id: str, ids: list[str]) -> str:
     return mapped
 
 
-def _parts_blocks(parts: Iterable[Part], where: str, lost: list[str]) -> list[dict[str, Any]]:
+def _parts_blocks(parts: Iterable[pt.Part], where: str, lost: list[str]) -> list[dict[str, Any]]:
     blocks = (part_block(part, where, lost) for part in parts)
     return [block for block in blocks if block is not None]
 
@@ -262,9 +255,9 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
     if not component.structured:  # a plain "" (or only whitespace) is no block at all
         parts = tuple(p for p in parts if not _blank_plain(p))
     if not component.structured and not calls:
-        if not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].text):
+        if not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].text):
             return role, []  # nothing to send
-        if len(parts) == 1 and type(parts[0]) is TextPart:
+        if len(parts) == 1 and type(parts[0]) is pt.TextPart:
             return role, parts[0].text
     if isinstance(component, ModelOutputThunk) or component.role == "assistant":
         layout = note(component.extra, "anthropic_blocks")
@@ -279,9 +272,9 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
     return role, blocks
 
 
-def _blank_plain(part: Part) -> bool:
+def _blank_plain(part: pt.Part) -> bool:
     """Whether ``part`` is plain text with nothing but whitespace (the API refuses it)."""
-    return type(part) is TextPart and not part.text.strip() and not part.extra
+    return type(part) is pt.TextPart and not part.text.strip() and not part.extra
 
 
 def _system(items: list[Component], where: list[str], lost: list[str]) -> Any:

@@ -45,24 +45,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.calls import ToolCall
-from .._core.components import Component, Message, ModelOutputThunk, ToolMessage
-from .._core.exceptions import InvalidComponentError, InvalidContextError
-from .._core.parts import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
-from .._core.reprs import short_repr
-from .notes import OPENER, note, provider_keys, report_losses, with_notes
+from ..._core import parts as pt
+from ..._core.calls import ToolCall
+from ..._core.components import Component, Message, ModelOutputThunk, ToolMessage
+from ..._core.exceptions import InvalidComponentError
+from ..._core.reprs import short_repr
+from ..notes import OPENER, note, provider_keys, report_losses, with_notes
+from ..reading import invalid, other_keys
 
 __all__ = [
     "CONTENT_FIELDS",
@@ -128,20 +117,12 @@ INNER_FIELDS: Final = {
 _BESIDE: Final = PART_FIELDS - frozenset(DATA_FIELDS)
 
 
-def _fail(where: str, detail: str) -> InvalidContextError:
-    return InvalidContextError(f"{where}: {detail}")
-
-
-def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {key: value for key, value in block.items() if key not in known}
-
-
 def _json_text(value: Mapping[str, Any], where: str, field: str) -> str:
     try:  # NaN and Infinity are not JSON: Gemini refuses them
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:
         msg = f"{field}={short_repr(value)} holds NaN or Infinity, which JSON (and Gemini) refuse"
-        raise _fail(where, msg) from exc
+        raise invalid(where, msg) from exc
 
 
 def _loads(text: str) -> Any:
@@ -156,7 +137,7 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> Part | None:
+def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
     inner = part[key]
     if not isinstance(inner, Mapping) or not set(inner) <= set(fields):
         return None
@@ -165,28 +146,28 @@ def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> Part |
         return None
     if key == "inlineData" and mime is None:
         return None
-    extra = _rest(part, key)
+    extra = other_keys(part, key)
     is_image = mime is not None and mime.startswith("image/")
     if key == "inlineData":
-        kind = ImagePart if is_image else DocumentPart
+        kind = pt.ImagePart if is_image else pt.DocumentPart
         return kind(data=payload, media_type=mime, extra=extra)
     if is_image:
-        return ImagePart(url=payload, media_type=mime, extra=extra)
-    return DocumentPart(url=payload, media_type=mime, extra=extra)
+        return pt.ImagePart(url=payload, media_type=mime, extra=extra)
+    return pt.DocumentPart(url=payload, media_type=mime, extra=extra)
 
 
-def _read_part(part: Mapping[str, Any]) -> Part:
+def _read_part(part: Mapping[str, Any]) -> pt.Part:
     """One non-function part; anything we cannot model exactly stays opaque."""
     try:
         text = part.get("text")
         if type(text) is str and part.get("thought") is True:
             signature = part.get("thoughtSignature")
             if type(signature) is str:
-                extra = _rest(part, "text", "thoughtSignature")
-                return ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
-            return ThinkingPart(text, provider=PROVIDER, extra=_rest(part, "text"))
+                extra = other_keys(part, "text", "thoughtSignature")
+                return pt.ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
+            return pt.ThinkingPart(text, provider=PROVIDER, extra=other_keys(part, "text"))
         if type(text) is str:
-            return TextPart(text, extra=_rest(part, "text"))
+            return pt.TextPart(text, extra=other_keys(part, "text"))
         for key, fields in (
             ("inlineData", ("mimeType", "data")),
             ("fileData", ("mimeType", "fileUri")),
@@ -195,13 +176,13 @@ def _read_part(part: Mapping[str, Any]) -> Part:
                 return media
     except InvalidComponentError:
         pass
-    return OpaquePart(PROVIDER, part)
+    return pt.OpaquePart(PROVIDER, part)
 
 
 def _inner_extra(part: Mapping[str, Any], key: str, known: tuple[str, ...]) -> dict[str, Any]:
     """The part's keys beside ``key``, plus ``key``'s own unknown keys under ``key``."""
-    extra = _rest(part, key)
-    inner = _rest(part[key], *known)
+    extra = other_keys(part, key)
+    inner = other_keys(part[key], *known)
     if inner:
         extra[key] = inner
     return extra
@@ -210,7 +191,7 @@ def _inner_extra(part: Mapping[str, Any], key: str, known: tuple[str, ...]) -> d
 def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
     inner = part["functionCall"]
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise _fail(where, f"functionCall={short_repr(inner)} needs a non-empty 'name'")
+        raise invalid(where, f"functionCall={short_repr(inner)} needs a non-empty 'name'")
     given = inner.get("id")
     known: tuple[str, ...] = ("name", "args", "id")
     made_up = type(given) is not str or not given
@@ -230,7 +211,7 @@ def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
 def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str) -> ToolMessage:
     inner = part["functionResponse"]
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise _fail(where, f"functionResponse={short_repr(inner)} needs a non-empty 'name'")
+        raise invalid(where, f"functionResponse={short_repr(inner)} needs a non-empty 'name'")
     name = inner["name"]
     given = inner.get("id")
     known: tuple[str, ...] = ("name", "id", "response")
@@ -264,10 +245,10 @@ def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str)
 def _parts_of(content: Mapping[str, Any], where: str) -> Sequence[Any]:
     parts = content.get("parts")
     if not isinstance(parts, list):
-        raise _fail(where, f"parts={short_repr(parts)} must be a list of parts")
+        raise invalid(where, f"parts={short_repr(parts)} must be a list of parts")
     for index, part in enumerate(parts):
         if not isinstance(part, Mapping):
-            raise _fail(f"{where} parts[{index}]", f"{short_repr(part)} must be an object")
+            raise invalid(f"{where} parts[{index}]", f"{short_repr(part)} must be an object")
     return parts
 
 
@@ -312,28 +293,30 @@ def _read(
     starts: list[int] = []
     if system_instruction is not None:
         if not isinstance(system_instruction, Mapping):
-            raise _fail("systemInstruction", f"{short_repr(system_instruction)} must be an object")
+            raise invalid(
+                "systemInstruction", f"{short_repr(system_instruction)} must be an object"
+            )
         try:
             parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
-            extra = _rest(system_instruction, "parts")
+            extra = other_keys(system_instruction, "parts")
             out.append(Message("system", parts, extra=extra, structured=True))
         except InvalidComponentError as exc:
-            raise _fail("systemInstruction", str(exc)) from exc
+            raise invalid("systemInstruction", str(exc)) from exc
         starts.append(-1)
     pending: list[ToolCall] = []
     calls = 0
     for index, content in enumerate(contents):
         where = f"content {index}"
         if not isinstance(content, Mapping):
-            raise _fail(where, f"{short_repr(content)} must be an object with 'role' and 'parts'")
+            raise invalid(where, f"{short_repr(content)} must be an object with 'role' and 'parts'")
         role = content.get("role", "user")
         raw: Sequence[Mapping[str, Any]] = _parts_of(content, where)
-        extra = _rest(content, "role", "parts")
+        extra = other_keys(content, "role", "parts")
         try:
             if role == "model":
                 # one model content is one model step, whatever the order of its parts
                 pending = []
-                held: list[Part] = []
+                held: list[pt.Part] = []
                 layout = ""
                 for at, block in enumerate(raw):
                     if "functionCall" in block:
@@ -357,9 +340,9 @@ def _read(
                     out.append(Message("user", rest, extra=extra, structured=True))
                 pending = []
             else:
-                raise _fail(where, f"role={short_repr(role)} must be 'user' or 'model'")
+                raise invalid(where, f"role={short_repr(role)} must be 'user' or 'model'")
         except InvalidComponentError as exc:
-            raise _fail(where, str(exc)) from exc
+            raise invalid(where, str(exc)) from exc
         starts += [index] * (len(out) - len(starts))
     return out, starts
 
@@ -396,9 +379,9 @@ class _Writer:
                     self.lost.append(f"{self.where}: key {key}.{name} (Gemini has no such field)")
         return {key: inner, **part}
 
-    def part(self, part: Part) -> dict[str, Any] | None:
+    def part(self, part: pt.Part) -> dict[str, Any] | None:
         match part:
-            case ThinkingPart():
+            case pt.ThinkingPart():
                 if (
                     part.provider != PROVIDER
                 ):  # another provider's thinking: Gemini cannot verify it
@@ -412,9 +395,9 @@ class _Writer:
                 if part.signature is not None:
                     block["thoughtSignature"] = part.signature
                 return block
-            case TextPart() | RefusalPart():
+            case pt.TextPart() | pt.RefusalPart():
                 return {"text": part.text, **self.keys(part.extra, _BESIDE, "part")}
-            case ImagePart() | DocumentPart():
+            case pt.ImagePart() | pt.DocumentPart():
                 if part.data is not None:
                     mime = part.media_type or "application/octet-stream"
                     return self.inner(
@@ -425,31 +408,31 @@ class _Writer:
                     if part.media_type is not None:
                         media = {"mimeType": part.media_type, **media}
                     return self.inner(part.extra, "fileData", media)
-                if isinstance(part, DocumentPart) and part.text is not None:
+                if isinstance(part, pt.DocumentPart) and part.text is not None:
                     return {"text": part.text}
-                what = "an image" if isinstance(part, ImagePart) else "a document"
+                what = "an image" if isinstance(part, pt.ImagePart) else "a document"
                 self.lost.append(f"{self.where}: {what} given only by a provider file id")
                 return None
-            case AudioPart():
+            case pt.AudioPart():
                 if part.data is not None:
                     mime = f"audio/{part.format or 'wav'}"
                     return {"inlineData": {"mimeType": mime, "data": part.data}}
                 self.lost.append(f"{self.where}: an audio part given only by id {part.id!r}")
                 return None
-            case OpaquePart():
+            case pt.OpaquePart():
                 if part.provider == PROVIDER:
-                    return thaw_json(part.block)  # type: ignore[no-any-return]
+                    return pt.thaw_json(part.block)  # type: ignore[no-any-return]
                 self.lost.append(
                     f"{self.where}: an opaque {part.provider} block of type {part.type!r}"
                 )
                 return None
-            case RedactedThinkingPart():
+            case pt.RedactedThinkingPart():
                 self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
                 return None
             case _:
-                assert_never(part)
+                pt.assert_never(part)
 
-    def parts(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
+    def parts(self, parts: Iterable[pt.Part]) -> list[dict[str, Any]]:
         return [block for block in map(self.part, parts) if block is not None]
 
     def call(self, call: ToolCall) -> dict[str, Any]:

@@ -16,21 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
-from .._core.parts import (
-    DATA_URI,
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-)
-from .._core.reprs import short_repr
-from .notes import with_notes
+from ..._core import parts as pt
+from ..._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
+from ..._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ..._core.reprs import short_repr
+from ..notes import with_notes
+from ..reading import invalid, other_keys
 
 __all__ = ["OPENAI_ROLES", "from_openai", "parse_message"]
 
@@ -43,18 +34,6 @@ _ROLE_FIXES: Final = {
     "function": "legacy function results are not supported; send them as role 'tool' "
     "with the tool_call_id of the call they answer",
 }
-
-
-def _short(value: object, limit: int = 80) -> str:
-    return short_repr(value, limit)
-
-
-def _fail(where: str, detail: str) -> InvalidContextError:
-    return InvalidContextError(f"{where}: {detail}")
-
-
-def _rest(raw: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {key: value for key, value in raw.items() if key not in known}
 
 
 def _inner(part: Mapping[str, Any], key: str, fields: Sequence[str]) -> Mapping[str, Any] | None:
@@ -70,62 +49,63 @@ def _inner(part: Mapping[str, Any], key: str, fields: Sequence[str]) -> Mapping[
 def _extra(
     part: Mapping[str, Any], key: str, inner: Mapping[str, Any], known: Sequence[str]
 ) -> Any:
-    extra = _rest(part, "type", key)
-    unknown = _rest(inner, *known)
+    extra = other_keys(part, "type", key)
+    unknown = other_keys(inner, *known)
     unknown.update({name: None for name in known if name in inner and inner[name] is None})
     if unknown:
         extra[key] = unknown  # keys of the inner object we do not model
     return extra
 
 
-def _part(part: object, role: str, where: str) -> Part:
+def _part(part: object, role: str, where: str) -> pt.Part:
     if not isinstance(part, Mapping):
-        raise _fail(
-            where, f"{_short(part)} is not a content part; expected an object with a 'type'"
+        raise invalid(
+            where, f"{short_repr(part)} is not a content part; expected an object with a 'type'"
         )
     kind = part.get("type")
     if kind == "text":
         text = part.get("text")
         if not isinstance(text, str):
-            raise _fail(where, f"text={_short(text)} must be a string")
-        return TextPart(text, extra=_rest(part, "type", "text"))
+            raise invalid(where, f"text={short_repr(text)} must be a string")
+        return pt.TextPart(text, extra=other_keys(part, "type", "text"))
     if kind == "refusal" and isinstance(part.get("refusal"), str):
-        return RefusalPart(part["refusal"], extra=_rest(part, "type", "refusal"))
+        return pt.RefusalPart(part["refusal"], extra=other_keys(part, "type", "refusal"))
     if kind == "image_url":
         if role != "user":
             msg = f"type='image_url' is only allowed in user messages, not role={role!r}"
-            raise _fail(where, f"{msg}; move the image to a user message")
+            raise invalid(where, f"{msg}; move the image to a user message")
         inner = _inner(part, "image_url", ("url", "detail"))
         if inner is None or not inner.get("url"):
             image = part.get("image_url")
             msg = (
-                f'image_url={_short(image)} must be an object {{"url": "..."}} with a non-empty url'
+                f"image_url={short_repr(image)} must be an object "
+                '{"url": "..."} with a non-empty url'
             )
-            raise _fail(where, msg)
+            raise invalid(where, msg)
         extra = _extra(part, "image_url", inner, ("url", "detail"))
-        return ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
+        return pt.ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
     if kind == "input_audio":
         inner = _inner(part, "input_audio", ("data", "format"))
         if inner is not None and isinstance(inner.get("data"), str):
             extra = _extra(part, "input_audio", inner, ("data", "format"))
-            return AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
+            return pt.AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
     if kind == "file":
         inner = _inner(part, "file", ("file_data", "file_id", "filename"))
         if inner is not None and (inner.get("file_data") or inner.get("file_id")):
             return _file(part, inner)
-    return OpaquePart("openai", part)
+    return pt.OpaquePart("openai", part)
 
 
-def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
+def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> pt.DocumentPart:
     extra = _extra(part, "file", inner, ("file_data", "file_id", "filename"))
     data, media = inner.get("file_data"), None
     if data is not None:
-        match = DATA_URI.fullmatch(data)
+        match = pt.DATA_URI.fullmatch(data)
         if match:
             data, media = match["data"], match["media"]
         else:
             extra = with_notes(extra, file_data="raw")
-    return DocumentPart(
+    return pt.DocumentPart(
         data=data,
         media_type=media,
         file_id=inner.get("file_id"),
@@ -134,56 +114,58 @@ def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> DocumentPart:
     )
 
 
-def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[Part], bool, bool]:
+def _content(raw: Mapping[str, Any], role: str, where: str) -> tuple[list[pt.Part], bool, bool]:
     """Return the content parts, whether they were a list, and whether content was null."""
     if "content" not in raw and role != "assistant":
-        raise _fail(where, "'content' is missing; pass a string ('' for an empty message)")
+        raise invalid(where, "'content' is missing; pass a string ('' for an empty message)")
     content = raw.get("content")
     if content is None:
         if role == "assistant":
             return [], False, True
         msg = f"content=None is not allowed for role={role!r}; pass a string ('' when empty)"
-        raise _fail(where, msg)
+        raise invalid(where, msg)
     if isinstance(content, str):
-        return [TextPart(content)], False, False
+        return [pt.TextPart(content)], False, False
     if isinstance(content, list):
         parts = [_part(part, role, f"{where}: content[{i}]") for i, part in enumerate(content)]
         return parts, True, False
     msg = (
-        f"content={_short(content)} must be a string, a list of content parts, "
+        f"content={short_repr(content)} must be a string, a list of content parts, "
         "or null (assistant messages only)"
     )
-    raise _fail(where, msg)
+    raise invalid(where, msg)
 
 
 def _required_str(value: object, where: str, field: str, fix: str) -> str:
     if isinstance(value, str) and value:
         return value
-    raise _fail(where, f"{field}={_short(value)} must be a non-empty string; {fix}")
+    raise invalid(where, f"{field}={short_repr(value)} must be a non-empty string; {fix}")
 
 
 def _tool_call(raw: object, where: str) -> ToolCall:
     if not isinstance(raw, Mapping):
-        msg = f"{_short(raw)} is not a tool call; expected an object with id, type and function"
-        raise _fail(where, msg)
+        msg = f"{short_repr(raw)} is not a tool call; expected an object with id, type and function"
+        raise invalid(where, msg)
     kind = raw.get("type", "function")
     if kind != "function":
-        raise _fail(where, f"type={_short(kind)} is not supported; only 'function' tool calls are")
+        raise invalid(
+            where, f"type={short_repr(kind)} is not supported; only 'function' tool calls are"
+        )
     call_id = _required_str(raw.get("id"), where, "id", "pass the provider's call id")
     function = raw.get("function")
     if not isinstance(function, Mapping):
-        msg = f"function={_short(function)} must be an object with 'name' and 'arguments'"
-        raise _fail(where, msg)
+        msg = f"function={short_repr(function)} must be an object with 'name' and 'arguments'"
+        raise invalid(where, msg)
     name = _required_str(function.get("name"), where, "function.name", "pass the tool's name")
     arguments = function.get("arguments")
     if not isinstance(arguments, str):
         msg = (
-            f"function.arguments={_short(arguments)} must be a JSON string, as the wire format "
+            f"function.arguments={short_repr(arguments)} must be a JSON string, as the wire format "
             "carries it; serialise it with json.dumps()"
         )
-        raise _fail(where, msg)
-    extra = _rest(raw, "id", "type", "function")
-    inner = _rest(function, "name", "arguments")
+        raise invalid(where, msg)
+    extra = other_keys(raw, "id", "type", "function")
+    inner = other_keys(function, "name", "arguments")
     if inner:
         extra["function"] = inner
     if "type" not in raw:
@@ -196,10 +178,10 @@ def _tool_calls(raw: Mapping[str, Any], role: str, where: str) -> tuple[ToolCall
     if calls is None or calls == []:
         return ()
     if not isinstance(calls, list):
-        raise _fail(where, f"tool_calls={_short(calls)} must be a list of tool calls")
+        raise invalid(where, f"tool_calls={short_repr(calls)} must be a list of tool calls")
     if role != "assistant":
         msg = f"tool_calls are only allowed on assistant messages, not role={role!r}"
-        raise _fail(where, f"{msg}; move the calls to an assistant message")
+        raise invalid(where, f"{msg}; move the calls to an assistant message")
     return tuple(_tool_call(call, f"{where}: tool_calls[{i}]") for i, call in enumerate(calls))
 
 
@@ -220,27 +202,29 @@ def _modelled(raw: Mapping[str, Any], role: str) -> list[str]:
 def _parse_message(raw: object, where: str) -> Component:
     """Return the component for one Chat Completions message; ``where`` prefixes errors."""
     if not isinstance(raw, Mapping):
-        msg = f"{_short(raw)} is not a message; expected an object with 'role' and 'content'"
-        raise _fail(where, msg)
+        msg = f"{short_repr(raw)} is not a message; expected an object with 'role' and 'content'"
+        raise invalid(where, msg)
     if "role" not in raw:
         roles = ", ".join(map(repr, OPENAI_ROLES))
         msg = f"'role' is missing; every message needs one of {roles}"
         if "messages" in raw:
             msg += " (this looks like a request body: pass or save its 'messages' list)"
-        raise _fail(where, msg)
+        raise invalid(where, msg)
     role = raw["role"]
     if role not in OPENAI_ROLES:
         fix = _ROLE_FIXES.get(role, "use one of these roles") if isinstance(role, str) else ""
-        raise _fail(where, f"role={_short(role)} is not one of {OPENAI_ROLES!r}; {fix or 'fix it'}")
+        raise invalid(
+            where, f"role={short_repr(role)} is not one of {OPENAI_ROLES!r}; {fix or 'fix it'}"
+        )
     parts, structured, null = _content(raw, role, where)
     name = raw.get("name")
     if name is not None and not (isinstance(name, str) and name):
-        raise _fail(
-            where, f"name={_short(name)} must be a non-empty string; leave it out if unknown"
+        raise invalid(
+            where, f"name={short_repr(name)} must be a non-empty string; leave it out if unknown"
         )
     calls = _tool_calls(raw, role, where)
     extra = with_notes(
-        _rest(raw, *_modelled(raw, role)),
+        other_keys(raw, *_modelled(raw, role)),
         content=None if "content" in raw else "absent",
         # Chat defines no name on a tool message (the SDK's types have none): one read with
         # it goes back with it, and a result of ours goes without (its call has the name).
@@ -249,10 +233,12 @@ def _parse_message(raw: object, where: str) -> Component:
     if role == "assistant":
         for key in REASONING_KEYS:
             if isinstance(raw.get(key), str):
-                thinking = ThinkingPart(raw[key], provider="openai", extra=with_notes({}, key=key))
+                thinking = pt.ThinkingPart(
+                    raw[key], provider="openai", extra=with_notes({}, key=key)
+                )
                 parts.insert(0, thinking)
         if isinstance(raw.get("refusal"), str):
-            parts.append(RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
+            parts.append(pt.RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
     try:
         if role == "tool":
             call_id = _required_str(
@@ -270,7 +256,7 @@ def _parse_message(raw: object, where: str) -> Component:
             )
         return Message(role, parts, tool_calls=calls, name=name, extra=extra, structured=structured)
     except InvalidComponentError as exc:  # pragma: no cover - every field is checked above
-        raise _fail(where, str(exc)) from exc
+        raise invalid(where, str(exc)) from exc
 
 
 _TEXT_ROLES: Final = frozenset(("system", "developer", "user", "assistant"))
@@ -362,7 +348,7 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[Component]:
     """
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         msg = (
-            f"from_openai: messages={_short(messages)} must be a list of message objects; "
+            f"from_openai: messages={short_repr(messages)} must be a list of message objects; "
             "for a request body pass body['messages']"
         )
         raise InvalidArgumentError(msg)

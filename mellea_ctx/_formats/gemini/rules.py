@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from .._core.components import Component
-from .._core.reprs import short_repr
-from .gemini import CONTENT_FIELDS, DATA_FIELDS, INNER_FIELDS, PART_FIELDS
+from ..._core.components import Component
+from ..._core.reprs import short_repr
+from . import CONTENT_FIELDS, DATA_FIELDS, INNER_FIELDS, PART_FIELDS
 
 __all__ = ["contents_problems", "system_problems", "validate_gemini"]
 
@@ -215,7 +215,7 @@ def validate_gemini(
     else:
         listed = list(contents)
         if any(isinstance(item, Component) for item in listed):
-            from .problems import problems  # the one entry point for components
+            from ..problems import problems  # the one entry point for components
 
             return [str(problem) for problem in problems(listed, "gemini")]
     return [*found_in_system, *(line for _, line in contents_problems(listed))]

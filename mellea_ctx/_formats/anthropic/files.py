@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._core.components import Component
-from .._core.exceptions import InvalidContextError
-from .anthropic import read_turns
-from .locate import array_labels
+from ..._core.components import Component
+from ..._core.exceptions import InvalidContextError
+from ..files import body_units
+from ..locate import array_labels
+from .read import read_turns
 
-__all__ = ["looks_anthropic", "parse_anthropic"]
+__all__ = ["looks_anthropic", "parse_anthropic", "units"]
 
 #: Content block types only the Anthropic Messages API has.
 _ANTHROPIC_BLOCKS: Final = frozenset(
@@ -104,3 +105,8 @@ def parse_anthropic(
         )
         raise InvalidContextError(msg)
     return components, locations, None
+
+
+def units(document: Any) -> list[Any]:
+    """A document's turns: a bare array, or a body's ``messages``."""
+    return body_units(document, "messages")

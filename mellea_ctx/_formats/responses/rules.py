@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from .._core.components import Component
-from .._core.reprs import short_repr
-from .responses import CALLS, ITEM_FIELDS, OUTPUTS, PART_FIELDS
+from ..._core.components import Component
+from ..._core.reprs import short_repr
+from . import CALLS, ITEM_FIELDS, OUTPUTS, PART_FIELDS
 
 __all__ = ["item_problems", "validate_responses"]
 
@@ -298,7 +298,7 @@ def validate_responses(items: Iterable[Mapping[str, Any]] | Iterable[Component])
     """
     listed: list[Any] = list(items)
     if any(isinstance(item, Component) for item in listed):
-        from .problems import problems  # the one entry point for components
+        from ..problems import problems  # the one entry point for components
 
         return [str(problem) for problem in problems(listed, "responses")]
     return [line for _, line in item_problems(listed)]

@@ -17,23 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._core.components import Component, ToolCall
-from .._core.exceptions import InvalidComponentError
-from .._core.parts import (
-    AudioPart,
-    DocumentPart,
-    ImagePart,
-    OpaquePart,
-    Part,
-    RedactedThinkingPart,
-    RefusalPart,
-    TextPart,
-    ThinkingPart,
-    assert_never,
-    thaw_json,
-)
-from .notes import carried_keys, note, report_losses, writable
-from .openai_read import REASONING_KEYS
+from ..._core import parts as pt
+from ..._core.components import Component, ToolCall
+from ..._core.exceptions import InvalidComponentError
+from ..notes import carried_keys, note, report_losses, writable
+from .read import REASONING_KEYS
 
 __all__ = ["DEFINED", "REFUSED", "to_openai"]
 
@@ -107,7 +95,7 @@ class _Keys:
 
 
 def _file(
-    part: DocumentPart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
+    part: pt.DocumentPart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
 ) -> dict[str, Any] | None:
     data = part.data
     if data is not None and part.media_type is not None and note(part.extra, "file_data") != "raw":
@@ -118,34 +106,34 @@ def _file(
     return {"type": "file", "file": keys.inner(extra, "file", fields, where, lost), **extra}
 
 
-def part_dict(part: Part, where: str, lost: list[str], keys: _Keys) -> dict[str, Any] | None:
+def part_dict(part: pt.Part, where: str, lost: list[str], keys: _Keys) -> dict[str, Any] | None:
     """Return the content part for ``part``, or ``None`` (noted in ``lost``) when it has none."""
-    if isinstance(part, OpaquePart):
+    if isinstance(part, pt.OpaquePart):
         if part.provider == "openai" and keys.extensions:
-            return thaw_json(part.block)  # type: ignore[no-any-return]
+            return pt.thaw_json(part.block)  # type: ignore[no-any-return]
         lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
         return None
     extra = keys.carried(part.extra, "part", where, lost)
     match part:
-        case TextPart():
+        case pt.TextPart():
             return {"type": "text", "text": part.text, **extra}
-        case RefusalPart():
+        case pt.RefusalPart():
             return {"type": "refusal", "refusal": part.text, **extra}
-        case ImagePart():
+        case pt.ImagePart():
             url = part.url if part.url is not None else part.data_uri
             if url is None:
                 lost.append(f"{where}: an image given only by file id {part.file_id!r}")
                 return None
             inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
             return {"type": "image_url", "image_url": inner, **extra}
-        case AudioPart():
+        case pt.AudioPart():
             if part.data is None:
                 lost.append(f"{where}: an audio part given only by id {part.id!r}")
                 return None
             fields = {"data": part.data, "format": part.format}
             inner = keys.inner(extra, "input_audio", fields, where, lost)
             return {"type": "input_audio", "input_audio": inner, **extra}
-        case DocumentPart():
+        case pt.DocumentPart():
             block = _file(part, extra, keys, where, lost)
             if block is None:
                 lost.append(
@@ -153,12 +141,12 @@ def part_dict(part: Part, where: str, lost: list[str], keys: _Keys) -> dict[str,
                     "text or URL documents)"
                 )
             return block
-        case ThinkingPart() | RedactedThinkingPart():
-            kind = "redacted thinking" if isinstance(part, RedactedThinkingPart) else "thinking"
+        case pt.ThinkingPart() | pt.RedactedThinkingPart():
+            kind = "redacted thinking" if isinstance(part, pt.RedactedThinkingPart) else "thinking"
             lost.append(f"{where}: a {kind} part from {part.provider!r}")
             return None
         case _:
-            assert_never(part)
+            pt.assert_never(part)
 
 
 #: The content part types each role takes, where not every type (the SDK's
@@ -183,18 +171,18 @@ def _call(call: ToolCall, where: str, lost: list[str], keys: _Keys) -> dict[str,
 
 
 def _side_keys(
-    parts: tuple[Part, ...], structured: bool, where: str, lost: list[str], policy: _Keys
+    parts: tuple[pt.Part, ...], structured: bool, where: str, lost: list[str], policy: _Keys
 ) -> Any:
     """Split ``parts``: content parts, and message keys (``reasoning_content``, ``refusal``)."""
-    content: list[Part] = []
+    content: list[pt.Part] = []
     keys: dict[str, str] = {}
     for part in parts:
-        if isinstance(part, ThinkingPart) and part.provider == "openai" and policy.extensions:
+        if isinstance(part, pt.ThinkingPart) and part.provider == "openai" and policy.extensions:
             key = note(part.extra, "key")
             keys[key if key in REASONING_KEYS else "reasoning_content"] = part.text
-        elif isinstance(part, (ThinkingPart, RedactedThinkingPart)):
+        elif isinstance(part, (pt.ThinkingPart, pt.RedactedThinkingPart)):
             part_dict(part, where, lost, policy)  # reports it
-        elif isinstance(part, RefusalPart) and (
+        elif isinstance(part, pt.RefusalPart) and (
             note(part.extra, "key") == "refusal" or not structured
         ):
             keys["refusal"] = part.text
@@ -218,7 +206,7 @@ def _message_dict(component: Component, index: int, lost: list[str], keys: _Keys
     extra = keys.carried(component.extra, "message" if call_id is None else "result", where, lost)
     message: dict[str, Any] = {"role": role}
     plain = not component.structured and (
-        not parts or (len(parts) == 1 and type(parts[0]) is TextPart and not parts[0].extra)
+        not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].extra)
     )
     if not plain:
         written = [(part, part_dict(part, where, lost, keys)) for part in parts]
@@ -230,7 +218,11 @@ def _message_dict(component: Component, index: int, lost: list[str], keys: _Keys
                 (part, block)
                 for part, block in pairs
                 if block.get("type") in takes
-                or (isinstance(part, OpaquePart) and part.provider == "openai" and keys.extensions)
+                or (
+                    isinstance(part, pt.OpaquePart)
+                    and part.provider == "openai"
+                    and keys.extensions
+                )
             ]
             for part, block in pairs:
                 if (part, block) not in allowed:

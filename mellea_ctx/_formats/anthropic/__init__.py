@@ -10,8 +10,8 @@ into typed parts and :func:`to_anthropic` writes them back unchanged.
 
 from __future__ import annotations
 
-from .anthropic_read import from_anthropic, read_turns
-from .anthropic_write import anthropic_document, anthropic_id, to_anthropic, tool_references_text
+from .read import from_anthropic, read_turns
+from .write import anthropic_document, anthropic_id, to_anthropic, tool_references_text
 
 __all__ = [
     "anthropic_document",

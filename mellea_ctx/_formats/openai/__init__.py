@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from .._core.components import Component
-from .openai_read import OPENAI_ROLES, from_openai, parse_message
-from .openai_write import to_openai
+from ..._core.components import Component
+from .read import OPENAI_ROLES, from_openai, parse_message
+from .write import to_openai
 
 __all__ = ["OPENAI_ROLES", "from_openai", "parse_message", "to_openai", "validate_openai"]
 
@@ -134,6 +134,6 @@ def validate_openai(components: Iterable[Component]) -> list[str]:
         >>> validate_openai([ToolMessage("ok", tool_call_id="call_9")])  # doctest: +ELLIPSIS
         ["message 0: tool result for tool_call_id='call_9' answers no earlier tool call; ..."]
     """
-    from .problems import problems  # the one entry point; it imports this module's rules
+    from ..problems import problems  # the one entry point; it imports this module's rules
 
     return [str(problem) for problem in problems(components, "openai")]

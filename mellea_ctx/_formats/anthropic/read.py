@@ -18,9 +18,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
 
-from .._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
-from .._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
-from .._core.parts import (
+from ..._core.components import Component, Message, ModelOutputThunk, ToolCall, ToolMessage
+from ..._core.exceptions import InvalidArgumentError, InvalidComponentError, InvalidContextError
+from ..._core.parts import (
     DocumentPart,
     ImagePart,
     OpaquePart,
@@ -29,8 +29,9 @@ from .._core.parts import (
     TextPart,
     ThinkingPart,
 )
-from .._core.reprs import short_repr
-from .notes import with_notes
+from ..._core.reprs import short_repr
+from ..notes import with_notes
+from ..reading import invalid, other_keys
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -40,24 +41,12 @@ __all__ = ["from_anthropic", "read_turns"]
 PROVIDER: Final = "anthropic"
 
 
-def _short(value: object, limit: int = 80) -> str:
-    return short_repr(value, limit)
-
-
-def _fail(where: str, detail: str) -> InvalidContextError:
-    return InvalidContextError(f"{where}: {detail}")
-
-
-def _rest(block: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {key: value for key, value in block.items() if key not in known}
-
-
 def _str(block: Mapping[str, Any], field: str, where: str, *, empty: bool = True) -> str:
     value = block.get(field)
     if isinstance(value, str) and (empty or value):
         return value
     expected = "a string" if empty else "a non-empty string"
-    raise _fail(where, f"{field}={_short(value)} must be {expected}")
+    raise invalid(where, f"{field}={short_repr(value)} must be {expected}")
 
 
 def _source(block: Mapping[str, Any], kinds: Sequence[str]) -> Mapping[str, Any] | None:
@@ -73,8 +62,8 @@ def _source(block: Mapping[str, Any], kinds: Sequence[str]) -> Mapping[str, Any]
 
 
 def _extra(block: Mapping[str, Any], source: Mapping[str, Any], known: Sequence[str]) -> Any:
-    extra = _rest(block, "type", "source", *known)
-    inner = _rest(source, "type", "media_type", "data", "url", "file_id")
+    extra = other_keys(block, "type", "source", *known)
+    inner = other_keys(source, "type", "media_type", "data", "url", "file_id")
     if inner:
         extra["source"] = inner  # unmodelled keys of the source object
     return extra
@@ -113,24 +102,26 @@ def _document(block: Mapping[str, Any]) -> Part:
 def read_part(block: object, where: str) -> Part:
     """Return the part for one content block that is not ``tool_use`` / ``tool_result``."""
     if not isinstance(block, Mapping):
-        raise _fail(where, f"{_short(block)} is not a content block; expected an object")
+        raise invalid(where, f"{short_repr(block)} is not a content block; expected an object")
     kind = block.get("type")
     if not isinstance(kind, str) or not kind:
-        raise _fail(where, f"type={_short(kind)} must be a block type such as 'text'")
+        raise invalid(where, f"type={short_repr(kind)} must be a block type such as 'text'")
     if kind == "text":
-        return TextPart(_str(block, "text", where), extra=_rest(block, "type", "text"))
+        return TextPart(_str(block, "text", where), extra=other_keys(block, "type", "text"))
     if kind == "thinking":
         text = _str(block, "thinking", where)
         signature = block.get("signature")
         if signature is not None and not isinstance(signature, str):
-            raise _fail(where, f"signature={_short(signature)} must be a string")
-        extra = _rest(block, "type", "thinking", "signature")
+            raise invalid(where, f"signature={short_repr(signature)} must be a string")
+        extra = other_keys(block, "type", "thinking", "signature")
         if "signature" in block and signature is None:
             extra["signature"] = None
         return ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
     if kind == "redacted_thinking":
         data = _str(block, "data", where)
-        return RedactedThinkingPart(data, provider=PROVIDER, extra=_rest(block, "type", "data"))
+        return RedactedThinkingPart(
+            data, provider=PROVIDER, extra=other_keys(block, "type", "data")
+        )
     if kind == "image":
         return _image(block)
     if kind == "document":
@@ -143,12 +134,14 @@ def _tool_call(block: Mapping[str, Any], where: str) -> ToolCall:
     name = _str(block, "name", where, empty=False)
     arguments = block.get("input", {})
     if not isinstance(arguments, Mapping):
-        raise _fail(where, f"input={_short(arguments)} must be an object (the tool's arguments)")
+        raise invalid(
+            where, f"input={short_repr(arguments)} must be an object (the tool's arguments)"
+        )
     try:
         text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise _fail(where, f"input={_short(arguments)} is not JSON") from exc
-    extra = _rest(block, "type", "id", "name", "input")
+        raise invalid(where, f"input={short_repr(arguments)} is not JSON") from exc
+    extra = other_keys(block, "type", "id", "name", "input")
     if "input" not in block:
         extra = with_notes(extra, input="absent")
     return ToolCall(call_id, name, text, extra=extra)
@@ -163,7 +156,7 @@ def _legacy_references(content: list[Any]) -> str | None:
         and isinstance(block["tool_name"], str)
         for block in content
     ):
-        from .anthropic_write import tool_references_text
+        from .write import tool_references_text
 
         return tool_references_text(block["tool_name"] for block in content)
     return None
@@ -173,8 +166,8 @@ def _tool_result(block: Mapping[str, Any], where: str) -> ToolMessage:
     call_id = _str(block, "tool_use_id", where, empty=False)
     is_error = block.get("is_error", False)
     if not isinstance(is_error, bool):
-        raise _fail(where, f"is_error={_short(is_error)} must be true or false")
-    extra = _rest(block, "type", "tool_use_id", "content", "is_error")
+        raise invalid(where, f"is_error={short_repr(is_error)} must be true or false")
+    extra = other_keys(block, "type", "tool_use_id", "content", "is_error")
     if "is_error" in block and not is_error:
         extra["is_error"] = False  # written back as sent
     content = block.get("content")
@@ -190,7 +183,7 @@ def _tool_result(block: Mapping[str, Any], where: str) -> ToolMessage:
         parts = tuple(read_part(b, f"{where}: content[{i}]") for i, b in enumerate(content))
         structured = True
     else:
-        raise _fail(where, f"content={_short(content)} must be a string or a list of blocks")
+        raise invalid(where, f"content={short_repr(content)} must be a string or a list of blocks")
     return ToolMessage(
         parts, tool_call_id=call_id, is_error=is_error, extra=extra, structured=structured
     )
@@ -208,7 +201,7 @@ def _assistant(content: list[Any], where: str, extra: dict[str, Any]) -> Compone
             layout += "t"
         elif kind == "tool_result":
             msg = "a tool_result block is only allowed in user turns, not role='assistant'"
-            raise _fail(here, msg)
+            raise invalid(here, msg)
         else:
             parts.append(read_part(block, here))
             layout += "p"
@@ -232,7 +225,7 @@ def _user(content: list[Any], where: str) -> list[Component]:
             out.append(_tool_result(block, here))
         elif kind == "tool_use":
             msg = "a tool_use block is only allowed in assistant turns, not role='user'"
-            raise _fail(here, msg)
+            raise invalid(here, msg)
         else:
             run.append(read_part(block, here))
     if run or not out:
@@ -243,8 +236,8 @@ def _user(content: list[Any], where: str) -> list[Component]:
 def _turn(raw: object, where: str) -> list[Component]:
     """Return the components for one Messages API turn; ``where`` prefixes errors."""
     if not isinstance(raw, Mapping):
-        msg = f"{_short(raw)} is not a message; expected an object with role and content"
-        raise _fail(where, msg)
+        msg = f"{short_repr(raw)} is not a message; expected an object with role and content"
+        raise invalid(where, msg)
     role, content = raw.get("role"), raw.get("content")
     if role not in ("user", "assistant"):
         fix = (
@@ -252,19 +245,19 @@ def _turn(raw: object, where: str) -> list[Component]:
             if role == "system"
             else "use 'user' or 'assistant'"
         )
-        raise _fail(where, f"role={_short(role)} is not one of ('user', 'assistant'); {fix}")
-    turn_extra = _rest(raw, "role", "content")
+        raise invalid(where, f"role={short_repr(role)} is not one of ('user', 'assistant'); {fix}")
+    turn_extra = other_keys(raw, "role", "content")
     if isinstance(content, str):
         return [Message(role, content, extra=turn_extra, structured=False)]
     if not isinstance(content, list):
-        msg = f"content={_short(content)} must be a string or a list of content blocks"
-        raise _fail(where, msg)
+        msg = f"content={short_repr(content)} must be a string or a list of content blocks"
+        raise invalid(where, msg)
     try:
         if role == "assistant":
             return [_assistant(content, where, turn_extra)]
         out = _user(content, where)
     except InvalidComponentError as exc:
-        raise _fail(where, str(exc)) from exc
+        raise invalid(where, str(exc)) from exc
     if turn_extra:
         first = out[0]
         if isinstance(first, Message) and len(out) == 1:
@@ -278,7 +271,7 @@ def _noted(component: Component, **notes: Any) -> Component:
     """Return ``component`` with ``notes`` added to its ``extra``."""
     import attrs
 
-    from .notes import NOTES
+    from ..notes import NOTES
 
     extra = dict(component.extra)
     held = dict(extra.get(NOTES, {}))
@@ -296,7 +289,7 @@ def _system(system: object, where: str) -> Message | None:
     if isinstance(system, list):
         parts = [read_part(block, f"{where}[{index}]") for index, block in enumerate(system)]
         return Message("system", parts, structured=True)
-    raise _fail(where, f"system={_short(system)} must be a string or a list of text blocks")
+    raise invalid(where, f"system={short_repr(system)} must be a string or a list of text blocks")
 
 
 def _json_values_only(read: Callable[P, R]) -> Callable[P, R]:
@@ -330,7 +323,7 @@ def read_turns(
     """
     prefix = f"{source} " if source else ""
     if not isinstance(messages, list):
-        msg = f"{prefix}messages={_short(messages)} must be a list of turns".strip()
+        msg = f"{prefix}messages={short_repr(messages)} must be a list of turns".strip()
         raise InvalidContextError(msg)
     out: list[Component] = []
     prompt = _system(system, f"{source} system".strip())
@@ -387,6 +380,6 @@ def from_anthropic(
         [Message(role='system', content='Be brief.'), Message(role='user', content='hi')]
     """
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        msg = f"from_anthropic: messages={_short(messages)} must be a list of turns"
+        msg = f"from_anthropic: messages={short_repr(messages)} must be a list of turns"
         raise InvalidArgumentError(msg)
     return read_turns(list(messages), system)

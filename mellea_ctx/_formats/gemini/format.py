@@ -1,0 +1,47 @@
+"""Gemini ``contents`` as the registry sees it (:class:`~.registry.WireFormat`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..._core.components import Component
+from ..call_rules import repair_calls, scan_anthropic
+from ..content_rules import anthropic_findings
+from ..problems import Problem, from_line
+from ..registry import Change, WireFormat
+from . import _write
+from .files import detect, read, units, write
+from .rules import contents_problems, system_problems
+
+
+def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Problem]:
+    """The contents rules, on the body ``to_gemini`` writes, each owned by its component."""
+    body, owners, _ = _write(items)
+    system = body.get("systemInstruction")
+    found = [from_line(0, line, "contents") for line in system_problems(system)] if system else []
+    found += [
+        from_line(owners[at] if at is not None and at < len(owners) else None, line, "contents")
+        for at, line in contents_problems(body["contents"])
+    ]
+    return found
+
+
+def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
+    """Responses in the next user turn, a user turn first, as for the Messages API."""
+    return repair_calls(items, anthropic_findings, scan_anthropic)
+
+
+FORMAT = WireFormat(
+    name="gemini",
+    title="Gemini",
+    unit="content",
+    grouped=True,
+    precedence=2,
+    detect=detect,
+    read=read,
+    write=write,
+    units=units,
+    problems=problems,
+    repair=repair,
+    system="systemInstruction",
+)

@@ -1,0 +1,43 @@
+"""The OpenAI Responses API as the registry sees it (:class:`~.registry.WireFormat`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..._core.components import Component
+from ..call_rules import repair_calls, scan_openai
+from ..content_rules import anthropic_findings
+from ..problems import Problem, from_line
+from ..registry import Change, WireFormat
+from . import _write
+from .files import detect, read, units, write
+from .rules import item_problems
+
+
+def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Problem]:
+    """The item rules, on the items ``to_responses`` writes, each owned by its component."""
+    written, owners, _ = _write(items)  # item -> the component it came from
+    found = item_problems(written)
+    return [
+        from_line(owners[at] if at < len(owners) else None, line, "items") for at, line in found
+    ]
+
+
+def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
+    """Outputs paired with calls as in Chat Completions (by call id, right after the call)."""
+    return repair_calls(items, anthropic_findings, scan_openai)
+
+
+FORMAT = WireFormat(
+    name="responses",
+    title="OpenAI Responses",
+    unit="item",
+    grouped=False,
+    precedence=3,  # before Gemini: an array of typed items may also hold "parts"
+    detect=detect,
+    read=read,
+    write=write,
+    units=units,
+    problems=problems,
+    repair=repair,
+)
