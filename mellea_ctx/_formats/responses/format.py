@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from ..._core.components import Component
 from ..call_rules import repair_calls, scan_openai
-from ..content_rules import anthropic_findings
+from ..content_rules import Finding
 from ..problems import Problem, from_line
 from ..registry import Change, WireFormat
 from . import _write
@@ -25,7 +25,12 @@ def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Pr
 
 def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
     """Outputs paired with calls as in Chat Completions (by call id, right after the call)."""
-    return repair_calls(items, anthropic_findings, scan_openai)
+    return repair_calls(items, _no_findings, scan_openai)
+
+
+def _no_findings(items: Sequence[Component]) -> list[Finding]:
+    """No content rule of Chat's or Anthropic's applies to items: the item rules say it all."""
+    return []
 
 
 FORMAT = WireFormat(
