@@ -18,9 +18,11 @@ transaction back when the connection drops. ``load`` is one statement, so it
 reads one snapshot. Durability is the server's (``synchronous_commit = on``,
 its default: a commit is acknowledged once its WAL is flushed).
 
-The sync and the async store share each operation's statements and checks as
-one *plan* (a generator that yields the statements to run and receives their
-rows); they differ only in the driver that runs it, with or without ``await``.
+The sync and the async store share every check, statement and decision: each
+transaction is one *plan* (a generator that yields the statements to run and
+receives their rows), and each call one *operation* (:mod:`.operations`) that
+yields its plans (a write's second, full attempt is a second transaction).
+They differ only in the drivers that run them, with or without ``await``.
 """
 
 from __future__ import annotations
@@ -35,14 +37,9 @@ import attrs
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
-from .chains import Chains, Encoded, MissingEntries, awrite_chains, write_chains
-from .store import (
-    StoredSession,
-    check_components,
-    check_meta,
-    check_session_id,
-    check_version,
-)
+from .chains import Chains, Encoded, MissingEntries, write_chains
+from .operations import Operation, arun, run
+from .store import StoredSession, check_meta, check_session_id, check_write
 
 __all__ = ["AsyncPostgresStore", "PostgresStore"]
 
@@ -360,6 +357,55 @@ class _Common:
     def __repr__(self) -> str:
         return f"<{self._kind} {_shown_dsn(self._dsn)} table_prefix={self._prefix!r}>"
 
+    # -- the operations: each yields its transactions' plans, checked before any I/O --
+
+    def _load(self, session_id: str) -> Operation[Plan[Any], StoredSession]:
+        check_session_id(f"{self._kind}.load", session_id)
+        stored: StoredSession = yield _load_plan(
+            self._where, self._tables, self._chains, session_id
+        )
+        return stored
+
+    def _write_dialogue(
+        self,
+        operation: str,
+        session_id: str,
+        components: Iterable[Component],
+        expected_version: int,
+    ) -> Operation[Plan[Any], int]:
+        """An ``append`` or ``replace``: one transaction, again in full if entries were missing."""
+        owner = f"{self._kind}.{operation}"
+        append = operation == "append"
+        items = check_write(owner, session_id, components, expected_version, append=append)
+
+        def attempt(encoded: Encoded) -> Operation[Plan[Any], int]:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=append)
+            version: int = yield plan
+            return version
+
+        return (yield from write_chains(self._chains, owner, items, attempt))
+
+    def _set_meta(self, session_id: str, key: str, value: str | None) -> Operation[Plan[Any], None]:
+        owner = f"{self._kind}.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        yield _meta_plan(self._tables, session_id, key, value)
+
+    def _clear(self, session_id: str) -> Operation[Plan[Any], None]:
+        check_session_id(f"{self._kind}.clear", session_id)
+        yield _clear_plan(self._tables, session_id)
+
+    def _acquire_lease(
+        self, session_id: str, holder: str, ttl: float
+    ) -> Operation[Plan[Any], bool]:
+        check_session_id(f"{self._kind}.acquire_lease", session_id)
+        taken: bool = yield _acquire_plan(self._tables, session_id, holder, ttl)
+        return taken
+
+    def _release_lease(self, session_id: str, holder: str) -> Operation[Plan[Any], None]:
+        check_session_id(f"{self._kind}.release_lease", session_id)
+        yield _release_plan(self._tables, session_id, holder)
+
 
 @contextmanager
 def _mapping(common: _Common, operation: str, session_id: str | None) -> Iterator[None]:
@@ -440,10 +486,7 @@ class PostgresStore(_Common):
             SessionStoreError: When the server cannot be reached or answers an error.
             InvalidComponentError: When a stored record is damaged.
         """
-        check_session_id(f"{self._kind}.load", session_id)
-        return self._run(
-            "load", session_id, _load_plan(self._where, self._tables, self._chains, session_id)
-        )
+        return self._run("load", session_id, self._load(session_id))
 
     def append(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -458,13 +501,8 @@ class PostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        owner, items = _checked_write(self._kind, session_id, components, expected_version)
-
-        def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
-            return self._run("append", session_id, plan)
-
-        return write_chains(self._chains, owner, items, write)
+        operation = self._write_dialogue("append", session_id, components, expected_version)
+        return self._run("append", session_id, operation)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -479,15 +517,8 @@ class PostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        owner, items = _checked_write(
-            self._kind, session_id, components, expected_version, append=False
-        )
-
-        def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
-            return self._run("replace", session_id, plan)
-
-        return write_chains(self._chains, owner, items, write)
+        operation = self._write_dialogue("replace", session_id, components, expected_version)
+        return self._run("replace", session_id, operation)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -496,8 +527,7 @@ class PostgresStore(_Common):
             InvalidArgumentError: For a bad session id, key or value.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_meta(self._kind, self._tables, session_id, key, value)
-        self._run("set_meta", session_id, plan)
+        self._run("set_meta", session_id, self._set_meta(session_id, key, value))
 
     def clear(self, session_id: str) -> None:
         """Forget the session: dialogue, version and metadata, in one transaction.
@@ -506,8 +536,7 @@ class PostgresStore(_Common):
             InvalidArgumentError: For a bad session id.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.clear", session_id)
-        self._run("clear", session_id, _clear_plan(self._tables, session_id))
+        self._run("clear", session_id, self._clear(session_id))
 
     # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
 
@@ -517,9 +546,8 @@ class PostgresStore(_Common):
         Raises:
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.acquire_lease", session_id)
-        plan = _acquire_plan(self._tables, session_id, holder, ttl)
-        return self._run("acquire_lease", session_id, plan)
+        operation = self._acquire_lease(session_id, holder, ttl)
+        return self._run("acquire_lease", session_id, operation)
 
     def release_lease(self, session_id: str, holder: str) -> None:
         """Give the lease back, if ``holder`` still holds it.
@@ -527,8 +555,7 @@ class PostgresStore(_Common):
         Raises:
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.release_lease", session_id)
-        self._run("release_lease", session_id, _release_plan(self._tables, session_id, holder))
+        self._run("release_lease", session_id, self._release_lease(session_id, holder))
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -563,11 +590,14 @@ class PostgresStore(_Common):
             self._pool.open(wait=False)
         return self._pool
 
-    def _run(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
-        if not self._ready:
-            self._execute(operation, session_id, _set_up_plan(self._tables))
-            self._ready = True
-        return self._execute(operation, session_id, plan)
+    def _run(self, operation: str, session_id: str, steps: Operation[Plan[Any], T]) -> T:
+        def execute(plan: Plan[Any]) -> Any:
+            if not self._ready:
+                self._execute(operation, session_id, _set_up_plan(self._tables))
+                self._ready = True
+            return self._execute(operation, session_id, plan)
+
+        return run(steps, execute)
 
     def _execute(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
         with (
@@ -632,9 +662,7 @@ class AsyncPostgresStore(_Common):
             SessionStoreError: When the server cannot be reached or answers an error.
             InvalidComponentError: When a stored record is damaged.
         """
-        check_session_id(f"{self._kind}.load", session_id)
-        plan = _load_plan(self._where, self._tables, self._chains, session_id)
-        return await self._run("load", session_id, plan)
+        return await self._arun("load", session_id, self._load(session_id))
 
     async def aappend(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -647,13 +675,8 @@ class AsyncPostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        owner, items = _checked_write(self._kind, session_id, components, expected_version)
-
-        async def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
-            return await self._run("append", session_id, plan)
-
-        return await awrite_chains(self._chains, owner, items, write)
+        operation = self._write_dialogue("append", session_id, components, expected_version)
+        return await self._arun("append", session_id, operation)
 
     async def areplace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -666,15 +689,8 @@ class AsyncPostgresStore(_Common):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        owner, items = _checked_write(
-            self._kind, session_id, components, expected_version, append=False
-        )
-
-        async def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
-            return await self._run("replace", session_id, plan)
-
-        return await awrite_chains(self._chains, owner, items, write)
+        operation = self._write_dialogue("replace", session_id, components, expected_version)
+        return await self._arun("replace", session_id, operation)
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key as :meth:`PostgresStore.set_meta` does.
@@ -683,8 +699,7 @@ class AsyncPostgresStore(_Common):
             InvalidArgumentError: For a bad session id, key or value.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        plan = _checked_meta(self._kind, self._tables, session_id, key, value)
-        await self._run("set_meta", session_id, plan)
+        await self._arun("set_meta", session_id, self._set_meta(session_id, key, value))
 
     async def aclear(self, session_id: str) -> None:
         """Forget the session as :meth:`PostgresStore.clear` does.
@@ -693,8 +708,7 @@ class AsyncPostgresStore(_Common):
             InvalidArgumentError: For a bad session id.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.clear", session_id)
-        await self._run("clear", session_id, _clear_plan(self._tables, session_id))
+        await self._arun("clear", session_id, self._clear(session_id))
 
     async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
         """Take the compaction lease as :meth:`PostgresStore.acquire_lease` does.
@@ -702,9 +716,8 @@ class AsyncPostgresStore(_Common):
         Raises:
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.acquire_lease", session_id)
-        plan = _acquire_plan(self._tables, session_id, holder, ttl)
-        return await self._run("acquire_lease", session_id, plan)
+        operation = self._acquire_lease(session_id, holder, ttl)
+        return await self._arun("acquire_lease", session_id, operation)
 
     async def arelease_lease(self, session_id: str, holder: str) -> None:
         """Give the lease back, if ``holder`` still holds it.
@@ -712,10 +725,7 @@ class AsyncPostgresStore(_Common):
         Raises:
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        check_session_id(f"{self._kind}.release_lease", session_id)
-        await self._run(
-            "release_lease", session_id, _release_plan(self._tables, session_id, holder)
-        )
+        await self._arun("release_lease", session_id, self._release_lease(session_id, holder))
 
     async def aclose(self) -> None:
         """Close the pool's connections; later calls raise ``SessionStoreError``."""
@@ -744,11 +754,14 @@ class AsyncPostgresStore(_Common):
             await self._pool.open(wait=False)
         return self._pool
 
-    async def _run(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
-        if not self._ready:
-            await self._execute(operation, session_id, _set_up_plan(self._tables))
-            self._ready = True
-        return await self._execute(operation, session_id, plan)
+    async def _arun(self, operation: str, session_id: str, steps: Operation[Plan[Any], T]) -> T:
+        async def execute(plan: Plan[Any]) -> Any:
+            if not self._ready:
+                await self._execute(operation, session_id, _set_up_plan(self._tables))
+                self._ready = True
+            return await self._execute(operation, session_id, plan)
+
+        return await arun(steps, execute)
 
     async def _execute(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
         with _mapping(self, operation, session_id):
@@ -764,27 +777,3 @@ class AsyncPostgresStore(_Common):
                 except StopIteration as done:
                     result: T = done.value
                     return result
-
-
-def _checked_write(
-    kind: str,
-    session_id: str,
-    components: Iterable[Component],
-    expected_version: int,
-    *,
-    append: bool = True,
-) -> tuple[str, tuple[Component, ...]]:
-    """Check a write's arguments now (before any connection); return its owner and items."""
-    owner = f"{kind}.{'append' if append else 'replace'}"
-    check_session_id(owner, session_id)
-    check_version(owner, expected_version)
-    return owner, check_components(owner, components, allow_empty=not append)
-
-
-def _checked_meta(
-    kind: str, tables: _Tables, session_id: str, key: str, value: str | None
-) -> Plan[None]:
-    owner = f"{kind}.set_meta"
-    check_session_id(owner, session_id)
-    check_meta(owner, key, value)
-    return _meta_plan(tables, session_id, key, value)
