@@ -14,13 +14,11 @@ event loop (per ``asyncio.run``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._core.components import Component
+from .faces import AsyncFace
 from .operations import Operation, arun
 from .redis import Command, RedisCore, Transaction, import_redis
-from .store import StoredSession
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -30,7 +28,7 @@ __all__ = ["AsyncRedisStore"]
 T = TypeVar("T")
 
 
-class AsyncRedisStore(RedisCore):
+class AsyncRedisStore(AsyncFace, RedisCore):
     """An :class:`~mellea_ctx.AsyncSessionStore` on a Redis server, through ``redis.asyncio``.
 
     Args:
@@ -64,41 +62,6 @@ class AsyncRedisStore(RedisCore):
         import redis.asyncio as aioredis
 
         super().__init__(url, prefix, client, aioredis)
-
-    async def aload(self, session_id: str) -> StoredSession:
-        """Return the session as :meth:`RedisStore.load` does, read in one transaction."""
-        return await self._arun("load", session_id, self._load(session_id))
-
-    async def aappend(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append as :meth:`RedisStore.append` does (one Lua script), with its errors."""
-        operation = self._write_dialogue("append", session_id, components, expected_version)
-        return await self._arun("append", session_id, operation)
-
-    async def areplace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace as :meth:`RedisStore.replace` does (one Lua script), with its errors."""
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
-        return await self._arun("replace", session_id, operation)
-
-    async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key as :meth:`RedisStore.set_meta` does."""
-        await self._arun("set_meta", session_id, self._set_meta(session_id, key, value))
-
-    async def aclear(self, session_id: str) -> None:
-        """Forget the session as :meth:`RedisStore.clear` does: its keys go in one ``DEL``."""
-        await self._arun("clear", session_id, self._clear(session_id))
-
-    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the session's compaction lease as :meth:`RedisStore.acquire_lease` does."""
-        operation = self._acquire_lease(session_id, holder, ttl)
-        return await self._arun("acquire_lease", session_id, operation)
-
-    async def arelease_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it (one script)."""
-        await self._arun("release_lease", session_id, self._release_lease(session_id, holder))
 
     async def aclose(self) -> None:
         """Close the connections of the client this store made (a client passed in is left open)."""

@@ -38,6 +38,7 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
+from .faces import AsyncFace, OperationStore, SyncFace
 from .operations import Operation, arun, run
 from .store import StoredSession, check_meta, check_session_id, check_write
 
@@ -245,7 +246,7 @@ def _clear_plan(tables: _Tables, session_id: str) -> Plan[None]:
         yield Statement(statement, (session_id,))
 
 
-class _Common:
+class _Common(OperationStore):
     """What both stores hold and check: arguments, tables, the words of every error."""
 
     _kind = "PostgresStore"
@@ -433,15 +434,17 @@ def _rows(cursor: Any) -> list[tuple[Any, ...]]:
     return cursor.fetchall() if cursor.description is not None else []
 
 
-class PostgresStore(_Common):
+class PostgresStore(SyncFace, _Common):
     """A :class:`~mellea_ctx.SessionStore` in PostgreSQL, shared by many workers on many machines.
 
     Point every worker at the same database and ``table_prefix``: each write
     moves the session's version only if it is the one the write was based on,
     inside one transaction, so two workers that loaded the same snapshot
-    cannot both extend it. Connections come from a pool (``psycopg_pool``),
-    opened on first use, each checked before it is lent, so the store keeps
-    working after the server restarts.
+    cannot both extend it. ``load`` is one statement, each other call one
+    transaction, and the compaction lease a row that expires on the server's
+    clock. Connections come from a pool (``psycopg_pool``), opened on first
+    use, each checked before it is lent, so the store keeps working after the
+    server restarts.
 
     Args:
         dsn: The server, as ``postgresql://user:password@host:5432/dbname`` or
@@ -475,87 +478,6 @@ class PostgresStore(_Common):
     ) -> None:
         super().__init__(dsn, table_prefix, timeout, max_connections)
         self._pool: Any = None
-
-    # -- the store protocol -------------------------------------------------------
-
-    def load(self, session_id: str) -> StoredSession:
-        """Return the session's version, dialogue and metadata, read in one statement.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        return self._run("load", session_id, self._load(session_id))
-
-    def append(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append ``components`` if the session is at ``expected_version``; return the new version.
-
-        One transaction: the whole batch is stored, or none of it.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("append", session_id, components, expected_version)
-        return self._run("append", session_id, operation)
-
-    def replace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace the dialogue if the session is at ``expected_version``; return the new version.
-
-        One transaction: readers see the old dialogue or the new one, never a mix.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
-        return self._run("replace", session_id, operation)
-
-    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key, or delete it when ``value`` is ``None``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("set_meta", session_id, self._set_meta(session_id, key, value))
-
-    def clear(self, session_id: str) -> None:
-        """Forget the session: dialogue, version and metadata, in one transaction.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("clear", session_id, self._clear(session_id))
-
-    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
-
-    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the session's compaction lease for ``ttl`` seconds (a row; the server's clock).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._acquire_lease(session_id, holder, ttl)
-        return self._run("acquire_lease", session_id, operation)
-
-    def release_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("release_lease", session_id, self._release_lease(session_id, holder))
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -606,17 +528,15 @@ class PostgresStore(_Common):
             connection.transaction(),
         ):
             cursor = connection.cursor()
-            try:
-                statement = next(plan)
-                while True:
-                    cursor.execute(statement.sql, statement.params)
-                    statement = plan.send(_rows(cursor))
-            except StopIteration as done:
-                result: T = done.value
-                return result
+
+            def execute(statement: Statement) -> list[tuple[Any, ...]]:
+                cursor.execute(statement.sql, statement.params)
+                return _rows(cursor)
+
+            return run(plan, execute)
 
 
-class AsyncPostgresStore(_Common):
+class AsyncPostgresStore(AsyncFace, _Common):
     """An :class:`~mellea_ctx.AsyncSessionStore` in PostgreSQL, on psycopg's async connections.
 
     It keeps sessions exactly as :class:`~mellea_ctx.PostgresStore` does (the
@@ -653,79 +573,6 @@ class AsyncPostgresStore(_Common):
     ) -> None:
         super().__init__(dsn, table_prefix, timeout, max_connections)
         self._pool: Any = None
-
-    async def aload(self, session_id: str) -> StoredSession:
-        """Return the session as :meth:`PostgresStore.load` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        return await self._arun("load", session_id, self._load(session_id))
-
-    async def aappend(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append as :meth:`PostgresStore.append` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("append", session_id, components, expected_version)
-        return await self._arun("append", session_id, operation)
-
-    async def areplace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace as :meth:`PostgresStore.replace` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
-        return await self._arun("replace", session_id, operation)
-
-    async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key as :meth:`PostgresStore.set_meta` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        await self._arun("set_meta", session_id, self._set_meta(session_id, key, value))
-
-    async def aclear(self, session_id: str) -> None:
-        """Forget the session as :meth:`PostgresStore.clear` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        await self._arun("clear", session_id, self._clear(session_id))
-
-    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the compaction lease as :meth:`PostgresStore.acquire_lease` does.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._acquire_lease(session_id, holder, ttl)
-        return await self._arun("acquire_lease", session_id, operation)
-
-    async def arelease_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        await self._arun("release_lease", session_id, self._release_lease(session_id, holder))
 
     async def aclose(self) -> None:
         """Close the pool's connections; later calls raise ``SessionStoreError``."""
@@ -768,12 +615,9 @@ class AsyncPostgresStore(_Common):
             pool = await self._connections()
             async with pool.connection() as connection, connection.transaction():
                 cursor = connection.cursor()
-                try:
-                    statement = next(plan)
-                    while True:
-                        await cursor.execute(statement.sql, statement.params)
-                        rows = await cursor.fetchall() if cursor.description is not None else []
-                        statement = plan.send(rows)
-                except StopIteration as done:
-                    result: T = done.value
-                    return result
+
+                async def execute(statement: Statement) -> list[tuple[Any, ...]]:
+                    await cursor.execute(statement.sql, statement.params)
+                    return await cursor.fetchall() if cursor.description is not None else []
+
+                return await arun(plan, execute)

@@ -57,6 +57,7 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
+from .faces import OperationStore, SyncFace
 from .operations import Operation, run
 from .store import StoredSession, check_meta, check_session_id, check_write
 
@@ -199,7 +200,7 @@ class Transaction:
     commands: tuple[Command, ...]
 
 
-class RedisCore:
+class RedisCore(OperationStore):
     """What :class:`RedisStore` and :class:`~mellea_ctx.AsyncRedisStore` share: all but the I/O.
 
     The arguments and their checks, the keys, the scripts, each operation
@@ -355,12 +356,14 @@ class RedisCore:
             raise store_error(owner, operation, session_id, exc) from exc
 
 
-class RedisStore(RedisCore):
+class RedisStore(SyncFace, RedisCore):
     """A :class:`~mellea_ctx.SessionStore` on a Redis server, shared by many workers.
 
     Point every worker, on any machine, at the same server and prefix: each
     write checks the session's version and writes inside one Lua script, so
-    two workers that loaded the same snapshot cannot both extend it.
+    two workers that loaded the same snapshot cannot both extend it. ``load``
+    reads in one ``MULTI``/``EXEC``, ``clear`` is one ``DEL``, and the
+    compaction lease is a key set with ``SET NX PX`` (released by a script).
 
     Args:
         url: The server, as ``redis://[:password@]host:port/db``, ``rediss://``
@@ -389,87 +392,6 @@ class RedisStore(RedisCore):
         client: redis.Redis | None = None,
     ) -> None:
         super().__init__(url, prefix, client, import_redis())
-
-    # -- the store protocol -------------------------------------------------------
-
-    def load(self, session_id: str) -> StoredSession:
-        """Return the session's version, dialogue and metadata, read in one transaction.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        return self._run("load", session_id, self._load(session_id))
-
-    def append(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append ``components`` if the session is at ``expected_version``; return the new version.
-
-        One Lua script: the whole batch is stored, or none of it.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("append", session_id, components, expected_version)
-        return self._run("append", session_id, operation)
-
-    def replace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace the dialogue if the session is at ``expected_version``; return the new version.
-
-        One Lua script: readers see the old dialogue or the new one, never a mix.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
-        return self._run("replace", session_id, operation)
-
-    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key, or delete it when ``value`` is ``None``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("set_meta", session_id, self._set_meta(session_id, key, value))
-
-    def clear(self, session_id: str) -> None:
-        """Forget the session: its keys go in one ``DEL``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("clear", session_id, self._clear(session_id))
-
-    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
-
-    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the session's compaction lease for ``ttl`` seconds (``SET NX PX``).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        operation = self._acquire_lease(session_id, holder, ttl)
-        return self._run("acquire_lease", session_id, operation)
-
-    def release_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it (one script).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        self._run("release_lease", session_id, self._release_lease(session_id, holder))
 
     # -- lifetime -------------------------------------------------------------------
 
