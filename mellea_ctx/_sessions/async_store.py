@@ -16,8 +16,8 @@ works too.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
@@ -25,6 +25,8 @@ from .memory import MemoryStore
 from .store import SessionStore, StoredSession
 
 __all__ = ["AsyncSessionStore", "AsyncStoreAdapter", "as_async_store"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -112,43 +114,35 @@ class AsyncStoreAdapter:
 
     async def aload(self, session_id: str) -> StoredSession:
         """Return the session as :meth:`SessionStore.load` does, without blocking the loop."""
-        if self._inline:
-            return self._store.load(session_id)
-        return await asyncio.to_thread(self._store.load, session_id)
+        return await self._call(self._store.load, session_id)
 
     async def aappend(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
     ) -> int:
         """Append as :meth:`SessionStore.append` does, without blocking the loop."""
-        if self._inline:
-            return self._store.append(session_id, components, expected_version=expected_version)
-        return await asyncio.to_thread(
-            self._store.append, session_id, components, expected_version=expected_version
-        )
+        append = self._store.append
+        return await self._call(append, session_id, components, expected_version=expected_version)
 
     async def areplace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
     ) -> int:
         """Replace as :meth:`SessionStore.replace` does, without blocking the loop."""
-        if self._inline:
-            return self._store.replace(session_id, components, expected_version=expected_version)
-        return await asyncio.to_thread(
-            self._store.replace, session_id, components, expected_version=expected_version
-        )
+        replace = self._store.replace
+        return await self._call(replace, session_id, components, expected_version=expected_version)
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key as :meth:`SessionStore.set_meta` does."""
-        if self._inline:
-            self._store.set_meta(session_id, key, value)
-        else:
-            await asyncio.to_thread(self._store.set_meta, session_id, key, value)
+        await self._call(self._store.set_meta, session_id, key, value)
 
     async def aclear(self, session_id: str) -> None:
         """Forget the session as :meth:`SessionStore.clear` does."""
+        await self._call(self._store.clear, session_id)
+
+    async def _call(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``function(*args, **kwargs)``: inline, or in a worker thread."""
         if self._inline:
-            self._store.clear(session_id)
-        else:
-            await asyncio.to_thread(self._store.clear, session_id)
+            return function(*args, **kwargs)
+        return await asyncio.to_thread(function, *args, **kwargs)
 
     def __repr__(self) -> str:
         how = "inline" if self._inline else "thread"

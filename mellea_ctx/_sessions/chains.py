@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -42,10 +42,12 @@ from .._core.components import CBlock, Component
 from .._core.exceptions import InvalidComponentError
 from .._formats.checkpoint_records import chain, checkpoint_from_record, checkpoint_to_record
 from .._formats.serialize import component_from_record, component_to_record
+from .operations import Operation
 from .store import dump_records
 
-__all__ = ["Chains", "Encoded", "MissingEntries", "awrite_chains", "write_chains"]
+__all__ = ["Chains", "Encoded", "MissingEntries", "write_chains"]
 
+R = TypeVar("R")
 T = TypeVar("T")
 
 _STORED: Final = "stored"
@@ -223,32 +225,22 @@ class Chains:
 
 
 def write_chains(
-    chains: Chains, owner: str, components: tuple[Component, ...], write: Callable[[Encoded], T]
-) -> T:
-    """Encode ``components`` and ``write`` them; once more in full if entries were missing.
-
-    ``write`` raises :class:`MissingEntries` (having written nothing) when the
-    session lacks an entry the encoding relied on.
-    """
-    encoded = chains.encode(owner, components)
-    try:
-        return write(encoded)
-    except MissingEntries:
-        return write(chains.encode(owner, components, full=True))
-
-
-async def awrite_chains(
     chains: Chains,
     owner: str,
     components: tuple[Component, ...],
-    write: Callable[[Encoded], Awaitable[T]],
-) -> T:
-    """:func:`write_chains` for an async ``write``."""
+    attempt: Callable[[Encoded], Operation[R, T]],
+) -> Operation[R, T]:
+    """The operation that writes ``components``: one ``attempt``, once more in full if needed.
+
+    ``attempt`` is the store's write of one encoding; it raises
+    :class:`MissingEntries` (having written nothing) when the session lacks an
+    entry the encoding relied on, and the write is then encoded in full.
+    """
     encoded = chains.encode(owner, components)
     try:
-        return await write(encoded)
+        return (yield from attempt(encoded))
     except MissingEntries:
-        return await write(chains.encode(owner, components, full=True))
+        return (yield from attempt(chains.encode(owner, components, full=True)))
 
 
 class _Unstorable(Exception):

@@ -22,9 +22,10 @@ import asyncio
 import threading
 import time
 import weakref
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._core.checks import require_number
+from .operations import Operation, arun, run
 
 __all__ = [
     "AsyncSessionLeases",
@@ -122,15 +123,27 @@ def check_ttl(owner: str, name: str, value: object, *, allow_zero: bool) -> floa
     )
 
 
-def acquire(leases: SessionLeases, session_id: str, holder: str, ttl: float, wait: float) -> bool:
-    """Take the lease, asking again for up to ``wait`` seconds; whether it was taken."""
+def _polling(wait: float) -> Operation[Literal["take", "sleep"], bool]:
+    """Ask for the lease (``"take"``, replied whether taken) until taken or ``wait`` is over."""
     deadline = time.monotonic() + wait
     while True:
-        if leases.acquire_lease(session_id, holder, ttl):
+        if (yield "take"):
             return True
         if time.monotonic() >= deadline:
             return False
+        yield "sleep"
+
+
+def acquire(leases: SessionLeases, session_id: str, holder: str, ttl: float, wait: float) -> bool:
+    """Take the lease, asking again for up to ``wait`` seconds; whether it was taken."""
+
+    def execute(step: Literal["take", "sleep"]) -> bool | None:
+        if step == "take":
+            return leases.acquire_lease(session_id, holder, ttl)
         time.sleep(POLL)
+        return None
+
+    return run(_polling(wait), execute)
 
 
 async def aacquire(
@@ -141,17 +154,16 @@ async def aacquire(
     wait: float,
 ) -> bool:
     """:func:`acquire` without blocking the event loop."""
-    deadline = time.monotonic() + wait
-    while True:
+
+    async def execute(step: Literal["take", "sleep"]) -> bool | None:
+        if step == "sleep":
+            await asyncio.sleep(POLL)
+            return None
         if isinstance(leases, AsyncSessionLeases):
-            taken = await leases.aacquire_lease(session_id, holder, ttl)
-        else:
-            taken = await asyncio.to_thread(leases.acquire_lease, session_id, holder, ttl)
-        if taken:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(POLL)
+            return await leases.aacquire_lease(session_id, holder, ttl)
+        return await asyncio.to_thread(leases.acquire_lease, session_id, holder, ttl)
+
+    return await arun(_polling(wait), execute)
 
 
 async def arelease(

@@ -18,9 +18,11 @@ transaction back when the connection drops. ``load`` is one statement, so it
 reads one snapshot. Durability is the server's (``synchronous_commit = on``,
 its default: a commit is acknowledged once its WAL is flushed).
 
-The sync and the async store share each operation's statements and checks as
-one *plan* (a generator that yields the statements to run and receives their
-rows); they differ only in the driver that runs it, with or without ``await``.
+The sync and the async store share every check, statement and decision: each
+transaction is one *plan* (a generator that yields the statements to run and
+receives their rows), and each call one *operation* (:mod:`.operations`) that
+yields its plans (a write's second, full attempt is a second transaction).
+They differ only in the drivers that run them, with or without ``await``.
 """
 
 from __future__ import annotations
@@ -35,14 +37,10 @@ import attrs
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
-from .chains import Chains, Encoded, MissingEntries, awrite_chains, write_chains
-from .store import (
-    StoredSession,
-    check_components,
-    check_meta,
-    check_session_id,
-    check_version,
-)
+from .chains import Chains, Encoded, MissingEntries, write_chains
+from .faces import AsyncFace, OperationStore, SyncFace
+from .operations import Operation, arun, run
+from .store import StoredSession, check_meta, check_session_id, check_write
 
 __all__ = ["AsyncPostgresStore", "PostgresStore"]
 
@@ -248,7 +246,7 @@ def _clear_plan(tables: _Tables, session_id: str) -> Plan[None]:
         yield Statement(statement, (session_id,))
 
 
-class _Common:
+class _Common(OperationStore):
     """What both stores hold and check: arguments, tables, the words of every error."""
 
     _kind = "PostgresStore"
@@ -360,6 +358,55 @@ class _Common:
     def __repr__(self) -> str:
         return f"<{self._kind} {_shown_dsn(self._dsn)} table_prefix={self._prefix!r}>"
 
+    # -- the operations: each yields its transactions' plans, checked before any I/O --
+
+    def _load(self, session_id: str) -> Operation[Plan[Any], StoredSession]:
+        check_session_id(f"{self._kind}.load", session_id)
+        stored: StoredSession = yield _load_plan(
+            self._where, self._tables, self._chains, session_id
+        )
+        return stored
+
+    def _write_dialogue(
+        self,
+        operation: str,
+        session_id: str,
+        components: Iterable[Component],
+        expected_version: int,
+    ) -> Operation[Plan[Any], int]:
+        """An ``append`` or ``replace``: one transaction, again in full if entries were missing."""
+        owner = f"{self._kind}.{operation}"
+        append = operation == "append"
+        items = check_write(owner, session_id, components, expected_version, append=append)
+
+        def attempt(encoded: Encoded) -> Operation[Plan[Any], int]:
+            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=append)
+            version: int = yield plan
+            return version
+
+        return (yield from write_chains(self._chains, owner, items, attempt))
+
+    def _set_meta(self, session_id: str, key: str, value: str | None) -> Operation[Plan[Any], None]:
+        owner = f"{self._kind}.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        yield _meta_plan(self._tables, session_id, key, value)
+
+    def _clear(self, session_id: str) -> Operation[Plan[Any], None]:
+        check_session_id(f"{self._kind}.clear", session_id)
+        yield _clear_plan(self._tables, session_id)
+
+    def _acquire_lease(
+        self, session_id: str, holder: str, ttl: float
+    ) -> Operation[Plan[Any], bool]:
+        check_session_id(f"{self._kind}.acquire_lease", session_id)
+        taken: bool = yield _acquire_plan(self._tables, session_id, holder, ttl)
+        return taken
+
+    def _release_lease(self, session_id: str, holder: str) -> Operation[Plan[Any], None]:
+        check_session_id(f"{self._kind}.release_lease", session_id)
+        yield _release_plan(self._tables, session_id, holder)
+
 
 @contextmanager
 def _mapping(common: _Common, operation: str, session_id: str | None) -> Iterator[None]:
@@ -387,15 +434,17 @@ def _rows(cursor: Any) -> list[tuple[Any, ...]]:
     return cursor.fetchall() if cursor.description is not None else []
 
 
-class PostgresStore(_Common):
+class PostgresStore(SyncFace, _Common):
     """A :class:`~mellea_ctx.SessionStore` in PostgreSQL, shared by many workers on many machines.
 
     Point every worker at the same database and ``table_prefix``: each write
     moves the session's version only if it is the one the write was based on,
     inside one transaction, so two workers that loaded the same snapshot
-    cannot both extend it. Connections come from a pool (``psycopg_pool``),
-    opened on first use, each checked before it is lent, so the store keeps
-    working after the server restarts.
+    cannot both extend it. ``load`` is one statement, each other call one
+    transaction, and the compaction lease a row that expires on the server's
+    clock. Connections come from a pool (``psycopg_pool``), opened on first
+    use, each checked before it is lent, so the store keeps working after the
+    server restarts.
 
     Args:
         dsn: The server, as ``postgresql://user:password@host:5432/dbname`` or
@@ -430,106 +479,6 @@ class PostgresStore(_Common):
         super().__init__(dsn, table_prefix, timeout, max_connections)
         self._pool: Any = None
 
-    # -- the store protocol -------------------------------------------------------
-
-    def load(self, session_id: str) -> StoredSession:
-        """Return the session's version, dialogue and metadata, read in one statement.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        check_session_id(f"{self._kind}.load", session_id)
-        return self._run(
-            "load", session_id, _load_plan(self._where, self._tables, self._chains, session_id)
-        )
-
-    def append(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append ``components`` if the session is at ``expected_version``; return the new version.
-
-        One transaction: the whole batch is stored, or none of it.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner, items = _checked_write(self._kind, session_id, components, expected_version)
-
-        def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
-            return self._run("append", session_id, plan)
-
-        return write_chains(self._chains, owner, items, write)
-
-    def replace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace the dialogue if the session is at ``expected_version``; return the new version.
-
-        One transaction: readers see the old dialogue or the new one, never a mix.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner, items = _checked_write(
-            self._kind, session_id, components, expected_version, append=False
-        )
-
-        def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
-            return self._run("replace", session_id, plan)
-
-        return write_chains(self._chains, owner, items, write)
-
-    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key, or delete it when ``value`` is ``None``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        plan = _checked_meta(self._kind, self._tables, session_id, key, value)
-        self._run("set_meta", session_id, plan)
-
-    def clear(self, session_id: str) -> None:
-        """Forget the session: dialogue, version and metadata, in one transaction.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.clear", session_id)
-        self._run("clear", session_id, _clear_plan(self._tables, session_id))
-
-    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
-
-    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the session's compaction lease for ``ttl`` seconds (a row; the server's clock).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.acquire_lease", session_id)
-        plan = _acquire_plan(self._tables, session_id, holder, ttl)
-        return self._run("acquire_lease", session_id, plan)
-
-    def release_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.release_lease", session_id)
-        self._run("release_lease", session_id, _release_plan(self._tables, session_id, holder))
-
     # -- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -563,11 +512,14 @@ class PostgresStore(_Common):
             self._pool.open(wait=False)
         return self._pool
 
-    def _run(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
-        if not self._ready:
-            self._execute(operation, session_id, _set_up_plan(self._tables))
-            self._ready = True
-        return self._execute(operation, session_id, plan)
+    def _run(self, operation: str, session_id: str, steps: Operation[Plan[Any], T]) -> T:
+        def execute(plan: Plan[Any]) -> Any:
+            if not self._ready:
+                self._execute(operation, session_id, _set_up_plan(self._tables))
+                self._ready = True
+            return self._execute(operation, session_id, plan)
+
+        return run(steps, execute)
 
     def _execute(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
         with (
@@ -576,17 +528,15 @@ class PostgresStore(_Common):
             connection.transaction(),
         ):
             cursor = connection.cursor()
-            try:
-                statement = next(plan)
-                while True:
-                    cursor.execute(statement.sql, statement.params)
-                    statement = plan.send(_rows(cursor))
-            except StopIteration as done:
-                result: T = done.value
-                return result
+
+            def execute(statement: Statement) -> list[tuple[Any, ...]]:
+                cursor.execute(statement.sql, statement.params)
+                return _rows(cursor)
+
+            return run(plan, execute)
 
 
-class AsyncPostgresStore(_Common):
+class AsyncPostgresStore(AsyncFace, _Common):
     """An :class:`~mellea_ctx.AsyncSessionStore` in PostgreSQL, on psycopg's async connections.
 
     It keeps sessions exactly as :class:`~mellea_ctx.PostgresStore` does (the
@@ -624,99 +574,6 @@ class AsyncPostgresStore(_Common):
         super().__init__(dsn, table_prefix, timeout, max_connections)
         self._pool: Any = None
 
-    async def aload(self, session_id: str) -> StoredSession:
-        """Return the session as :meth:`PostgresStore.load` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        check_session_id(f"{self._kind}.load", session_id)
-        plan = _load_plan(self._where, self._tables, self._chains, session_id)
-        return await self._run("load", session_id, plan)
-
-    async def aappend(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append as :meth:`PostgresStore.append` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner, items = _checked_write(self._kind, session_id, components, expected_version)
-
-        async def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=True)
-            return await self._run("append", session_id, plan)
-
-        return await awrite_chains(self._chains, owner, items, write)
-
-    async def areplace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace as :meth:`PostgresStore.replace` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner, items = _checked_write(
-            self._kind, session_id, components, expected_version, append=False
-        )
-
-        async def write(encoded: Encoded) -> int:
-            plan = _write_plan(self._tables, session_id, encoded, expected_version, append=False)
-            return await self._run("replace", session_id, plan)
-
-        return await awrite_chains(self._chains, owner, items, write)
-
-    async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key as :meth:`PostgresStore.set_meta` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        plan = _checked_meta(self._kind, self._tables, session_id, key, value)
-        await self._run("set_meta", session_id, plan)
-
-    async def aclear(self, session_id: str) -> None:
-        """Forget the session as :meth:`PostgresStore.clear` does.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.clear", session_id)
-        await self._run("clear", session_id, _clear_plan(self._tables, session_id))
-
-    async def aacquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the compaction lease as :meth:`PostgresStore.acquire_lease` does.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.acquire_lease", session_id)
-        plan = _acquire_plan(self._tables, session_id, holder, ttl)
-        return await self._run("acquire_lease", session_id, plan)
-
-    async def arelease_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it.
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id(f"{self._kind}.release_lease", session_id)
-        await self._run(
-            "release_lease", session_id, _release_plan(self._tables, session_id, holder)
-        )
-
     async def aclose(self) -> None:
         """Close the pool's connections; later calls raise ``SessionStoreError``."""
         self._closed = True
@@ -744,47 +601,23 @@ class AsyncPostgresStore(_Common):
             await self._pool.open(wait=False)
         return self._pool
 
-    async def _run(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
-        if not self._ready:
-            await self._execute(operation, session_id, _set_up_plan(self._tables))
-            self._ready = True
-        return await self._execute(operation, session_id, plan)
+    async def _arun(self, operation: str, session_id: str, steps: Operation[Plan[Any], T]) -> T:
+        async def execute(plan: Plan[Any]) -> Any:
+            if not self._ready:
+                await self._execute(operation, session_id, _set_up_plan(self._tables))
+                self._ready = True
+            return await self._execute(operation, session_id, plan)
+
+        return await arun(steps, execute)
 
     async def _execute(self, operation: str, session_id: str | None, plan: Plan[T]) -> T:
         with _mapping(self, operation, session_id):
             pool = await self._connections()
             async with pool.connection() as connection, connection.transaction():
                 cursor = connection.cursor()
-                try:
-                    statement = next(plan)
-                    while True:
-                        await cursor.execute(statement.sql, statement.params)
-                        rows = await cursor.fetchall() if cursor.description is not None else []
-                        statement = plan.send(rows)
-                except StopIteration as done:
-                    result: T = done.value
-                    return result
 
+                async def execute(statement: Statement) -> list[tuple[Any, ...]]:
+                    await cursor.execute(statement.sql, statement.params)
+                    return await cursor.fetchall() if cursor.description is not None else []
 
-def _checked_write(
-    kind: str,
-    session_id: str,
-    components: Iterable[Component],
-    expected_version: int,
-    *,
-    append: bool = True,
-) -> tuple[str, tuple[Component, ...]]:
-    """Check a write's arguments now (before any connection); return its owner and items."""
-    owner = f"{kind}.{'append' if append else 'replace'}"
-    check_session_id(owner, session_id)
-    check_version(owner, expected_version)
-    return owner, check_components(owner, components, allow_empty=not append)
-
-
-def _checked_meta(
-    kind: str, tables: _Tables, session_id: str, key: str, value: str | None
-) -> Plan[None]:
-    owner = f"{kind}.set_meta"
-    check_session_id(owner, session_id)
-    check_meta(owner, key, value)
-    return _meta_plan(tables, session_id, key, value)
+                return await arun(plan, execute)

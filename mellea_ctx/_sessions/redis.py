@@ -37,31 +37,36 @@ to about two seconds of acknowledged writes (what remains is an earlier
 state, whole). A full disk makes it refuse writes (``MISCONF``) until space
 is freed. With the append-only file off, writes last until the next RDB
 snapshot, or, with persistence off, as long as the server process.
+
+:class:`RedisCore` holds what this store and :class:`~mellea_ctx.AsyncRedisStore`
+share: every check, key, script and decision, as *operations* that yield the
+commands to send (:mod:`.operations`); each store only sends them, with or
+without ``await``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
+
+import attrs
 
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
-from .store import (
-    StoredSession,
-    check_components,
-    check_meta,
-    check_session_id,
-    check_version,
-)
+from .faces import OperationStore, SyncFace
+from .operations import Operation, run
+from .store import StoredSession, check_meta, check_session_id, check_write
 
 if TYPE_CHECKING:
     import redis
 
 __all__ = ["RedisStore"]
+
+T = TypeVar("T")
 
 #: How many write ids a session remembers, to recognise a write sent again.
 _REMEMBERED_WRITES: Final = 16
@@ -136,46 +141,6 @@ def session_keys(prefix: str, session_id: str) -> tuple[str, str, str, str, str]
     )
 
 
-def script_call(
-    prefix: str, session_id: str, expected_version: int, encoded: Encoded
-) -> tuple[list[str], list[object]]:
-    """The keys and arguments of one write's script; the write id is new for each call."""
-    version_key, log_key, _, writes_key, checkpoints_key = session_keys(prefix, session_id)
-    write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
-    pairs = [value for entry in encoded.entries for value in entry]
-    args: list[object] = [
-        expected_version,
-        write_id,
-        len(encoded.needed),
-        len(encoded.entries),
-        *encoded.needed,
-        *pairs,
-        *encoded.records,
-    ]
-    return [version_key, log_key, writes_key, checkpoints_key], args
-
-
-def script_outcome(session_id: str, expected_version: int, reply: Any) -> int:
-    """The new version a script's reply reports, or the error it means."""
-    written, version = reply
-    if int(written) == 2:
-        raise MissingEntries
-    if not int(written):
-        raise SessionConflictError(session_id, expected_version, int(version))
-    return int(version)
-
-
-def loaded(
-    chains: Chains, raw_version: Any, records: Any, raw_meta: Any, raw_entries: Any
-) -> StoredSession:
-    """The session a ``load`` transaction's replies describe."""
-    version = 0 if raw_version is None else int(raw_version)
-    entries = {_text(digest): text for digest, text in raw_entries.items()}
-    components = chains.decode(records, entries)
-    meta = {_text(key): _text(value) for key, value in raw_meta.items()}
-    return StoredSession(version, components, meta)
-
-
 def import_redis(owner: str = "RedisStore") -> Any:
     try:
         import redis
@@ -212,12 +177,193 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
-class RedisStore:
+@attrs.frozen
+class Command:
+    """One request of a Redis operation: a client method or one of the store's scripts.
+
+    Attributes:
+        name: The client's method (``"get"``, ``"hset"``, ...) or a script
+            (``"append"``, ``"replace"``, ``"release"``).
+        args: Its positional arguments.
+        kwargs: Its keyword arguments (a script's ``keys`` and ``args``).
+    """
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Transaction:
+    """Commands sent in one ``MULTI``/``EXEC``; the reply is the list of their replies."""
+
+    commands: tuple[Command, ...]
+
+
+class RedisCore(OperationStore):
+    """What :class:`RedisStore` and :class:`~mellea_ctx.AsyncRedisStore` share: all but the I/O.
+
+    The arguments and their checks, the keys, the scripts, each operation
+    (:mod:`.operations`: what it reads, writes and decides) and the words of
+    every error; the two stores differ only in their client and in running
+    each :class:`Command` with or without ``await``.
+    """
+
+    _kind = "RedisStore"
+
+    def __init__(self, url: str, prefix: str, client: Any, module: Any) -> None:
+        """Check the arguments and make the client; ``module`` is ``redis`` or ``redis.asyncio``."""
+        kind = self._kind
+        if not isinstance(prefix, str):
+            msg = f"{kind}: prefix={prefix!r} must be a str; pass e.g. 'myapp:'"
+            raise InvalidArgumentError(msg)
+        if client is None:
+            if not isinstance(url, str):
+                msg = f"{kind}: url={url!r} must be a str such as 'redis://127.0.0.1:6379/0'"
+                raise InvalidArgumentError(msg)
+            try:
+                client = module.Redis.from_url(url)
+            except ValueError as exc:
+                msg = (
+                    f"{kind}: url={url!r} is not a Redis URL ({exc}); pass "
+                    "'redis://host:port/db', 'rediss://...' for TLS, or 'unix:///path.sock'"
+                )
+                raise InvalidArgumentError(msg) from exc
+            self._owns_client = True
+            self._where = shown_url(url)
+        else:
+            self._owns_client = False
+            self._where = shown_client(client)
+        self._client: Any = client
+        self._prefix = prefix
+        self._redis_error: type[Exception] = module.RedisError
+        self._chains = Chains()
+        self._scripts = {
+            "append": self._client.register_script(APPEND_SCRIPT),
+            "replace": self._client.register_script(REPLACE_SCRIPT),
+            "release": self._client.register_script(RELEASE_SCRIPT),
+        }
+
+    @property
+    def prefix(self) -> str:
+        """The prefix of every key this store writes."""
+        return self._prefix
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} {self._where} prefix={self._prefix!r}>"
+
+    # -- the operations: every check, key and decision, for both stores --------------
+
+    def _load(self, session_id: str) -> Operation[Transaction, StoredSession]:
+        check_session_id(f"{self._kind}.load", session_id)
+        version_key, log_key, meta_key, _, checkpoints_key = self._keys(session_id)
+        raw_version, records, raw_meta, raw_entries = yield Transaction(
+            (
+                Command("get", (version_key,)),
+                Command("lrange", (log_key, 0, -1)),
+                Command("hgetall", (meta_key,)),
+                Command("hgetall", (checkpoints_key,)),
+            )
+        )
+        version = 0 if raw_version is None else int(raw_version)
+        entries = {_text(digest): text for digest, text in raw_entries.items()}
+        components = self._chains.decode(records, entries)
+        meta = {_text(key): _text(value) for key, value in raw_meta.items()}
+        return StoredSession(version, components, meta)
+
+    def _write_dialogue(
+        self,
+        operation: str,
+        session_id: str,
+        components: Iterable[Component],
+        expected_version: int,
+    ) -> Operation[Command, int]:
+        """An ``append`` or ``replace``: one script, again in full if entries were missing."""
+        owner = f"{self._kind}.{operation}"
+        items = check_write(
+            owner, session_id, components, expected_version, append=operation == "append"
+        )
+        version_key, log_key, _, writes_key, checkpoints_key = self._keys(session_id)
+
+        def attempt(encoded: Encoded) -> Operation[Command, int]:
+            write_id = uuid.uuid4().hex  # the same in every copy redis-py sends
+            pairs = [value for entry in encoded.entries for value in entry]
+            args: list[object] = [
+                expected_version,
+                write_id,
+                len(encoded.needed),
+                len(encoded.entries),
+                *encoded.needed,
+                *pairs,
+                *encoded.records,
+            ]
+            keys = [version_key, log_key, writes_key, checkpoints_key]
+            written, version = yield Command(operation, kwargs={"keys": keys, "args": args})
+            if int(written) == 2:
+                raise MissingEntries
+            if not int(written):
+                raise SessionConflictError(session_id, expected_version, int(version))
+            return int(version)
+
+        return (yield from write_chains(self._chains, owner, items, attempt))
+
+    def _set_meta(self, session_id: str, key: str, value: str | None) -> Operation[Command, None]:
+        owner = f"{self._kind}.set_meta"
+        check_session_id(owner, session_id)
+        check_meta(owner, key, value)
+        meta_key = self._keys(session_id)[2]
+        if value is None:
+            yield Command("hdel", (meta_key, key))
+        else:
+            yield Command("hset", (meta_key, key, value))
+
+    def _clear(self, session_id: str) -> Operation[Command, None]:
+        check_session_id(f"{self._kind}.clear", session_id)
+        yield Command("delete", self._keys(session_id))
+
+    def _acquire_lease(self, session_id: str, holder: str, ttl: float) -> Operation[Command, bool]:
+        check_session_id(f"{self._kind}.acquire_lease", session_id)
+        lease = lease_key(self._prefix, session_id)
+        px = max(1, round(ttl * 1000))
+        taken = yield Command("set", (lease, holder), {"nx": True, "px": px})
+        return bool(taken)
+
+    def _release_lease(self, session_id: str, holder: str) -> Operation[Command, None]:
+        check_session_id(f"{self._kind}.release_lease", session_id)
+        keys = [lease_key(self._prefix, session_id)]
+        yield Command("release", kwargs={"keys": keys, "args": [holder]})
+
+    # -- what the drivers share ------------------------------------------------------
+
+    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
+        return session_keys(self._prefix, session_id)
+
+    def _call(self, target: Any, command: Command) -> Any:
+        """Call the script or the method of ``target`` (the client, a pipeline) ``command`` names.
+
+        A sync client's answer, or an async one's awaitable.
+        """
+        script = self._scripts.get(command.name)
+        function = getattr(target, command.name) if script is None else script
+        return function(*command.args, **command.kwargs)
+
+    @contextmanager
+    def _errors(self, operation: str, session_id: str) -> Iterator[None]:
+        try:
+            yield
+        except self._redis_error as exc:
+            owner = f"{self._kind}({self._where})"
+            raise store_error(owner, operation, session_id, exc) from exc
+
+
+class RedisStore(SyncFace, RedisCore):
     """A :class:`~mellea_ctx.SessionStore` on a Redis server, shared by many workers.
 
     Point every worker, on any machine, at the same server and prefix: each
     write checks the session's version and writes inside one Lua script, so
-    two workers that loaded the same snapshot cannot both extend it.
+    two workers that loaded the same snapshot cannot both extend it. ``load``
+    reads in one ``MULTI``/``EXEC``, ``clear`` is one ``DEL``, and the
+    compaction lease is a key set with ``SET NX PX`` (released by a script).
 
     Args:
         url: The server, as ``redis://[:password@]host:port/db``, ``rediss://``
@@ -245,151 +391,7 @@ class RedisStore:
         prefix: str = "mellea-ctx:",
         client: redis.Redis | None = None,
     ) -> None:
-        module = import_redis()
-        if not isinstance(prefix, str):
-            msg = f"RedisStore: prefix={prefix!r} must be a str; pass e.g. 'myapp:'"
-            raise InvalidArgumentError(msg)
-        if client is None:
-            if not isinstance(url, str):
-                msg = f"RedisStore: url={url!r} must be a str such as 'redis://127.0.0.1:6379/0'"
-                raise InvalidArgumentError(msg)
-            try:
-                client = module.Redis.from_url(url)
-            except ValueError as exc:
-                msg = (
-                    f"RedisStore: url={url!r} is not a Redis URL ({exc}); pass "
-                    "'redis://host:port/db', 'rediss://...' for TLS, or 'unix:///path.sock'"
-                )
-                raise InvalidArgumentError(msg) from exc
-            self._owns_client = True
-            self._where = shown_url(url)
-        else:
-            self._owns_client = False
-            self._where = shown_client(client)
-        self._client: Any = client
-        self._prefix = prefix
-        self._redis_error: type[Exception] = module.RedisError
-        self._chains = Chains()
-        self._append = self._client.register_script(APPEND_SCRIPT)
-        self._replace = self._client.register_script(REPLACE_SCRIPT)
-        self._release = self._client.register_script(RELEASE_SCRIPT)
-
-    @property
-    def prefix(self) -> str:
-        """The prefix of every key this store writes."""
-        return self._prefix
-
-    # -- the store protocol -------------------------------------------------------
-
-    def load(self, session_id: str) -> StoredSession:
-        """Return the session's version, dialogue and metadata, read in one transaction.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-            InvalidComponentError: When a stored record is damaged.
-        """
-        check_session_id("RedisStore.load", session_id)
-        version_key, log_key, meta_key, _, checkpoints_key = self._keys(session_id)
-        with self._errors("load", session_id):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.get(version_key)
-            pipe.lrange(log_key, 0, -1)
-            pipe.hgetall(meta_key)
-            pipe.hgetall(checkpoints_key)
-            replies = pipe.execute()
-        return loaded(self._chains, *replies)
-
-    def append(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Append ``components`` if the session is at ``expected_version``; return the new version.
-
-        One Lua script: the whole batch is stored, or none of it.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version, or no components.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner = "RedisStore.append"
-        check_session_id(owner, session_id)
-        check_version(owner, expected_version)
-        items = check_components(owner, components, allow_empty=False)
-        return self._write(self._append, owner, "append", session_id, expected_version, items)
-
-    def replace(
-        self, session_id: str, components: Iterable[Component], *, expected_version: int
-    ) -> int:
-        """Replace the dialogue if the session is at ``expected_version``; return the new version.
-
-        One Lua script: readers see the old dialogue or the new one, never a mix.
-
-        Raises:
-            InvalidArgumentError: For a bad session id or version.
-            InvalidComponentError: For a component kind that has no record.
-            SessionConflictError: When the session is at another version.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner = "RedisStore.replace"
-        check_session_id(owner, session_id)
-        check_version(owner, expected_version)
-        items = check_components(owner, components)
-        return self._write(self._replace, owner, "replace", session_id, expected_version, items)
-
-    def set_meta(self, session_id: str, key: str, value: str | None) -> None:
-        """Set one metadata key, or delete it when ``value`` is ``None``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id, key or value.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        owner = "RedisStore.set_meta"
-        check_session_id(owner, session_id)
-        check_meta(owner, key, value)
-        meta_key = self._keys(session_id)[2]
-        with self._errors("set_meta", session_id):
-            if value is None:
-                self._client.hdel(meta_key, key)
-            else:
-                self._client.hset(meta_key, key, value)
-
-    def clear(self, session_id: str) -> None:
-        """Forget the session: its keys go in one ``DEL``.
-
-        Raises:
-            InvalidArgumentError: For a bad session id.
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id("RedisStore.clear", session_id)
-        with self._errors("clear", session_id):
-            self._client.delete(*self._keys(session_id))
-
-    # -- the compaction lease (mellea_ctx/_sessions/lease.py) ------------------------
-
-    def acquire_lease(self, session_id: str, holder: str, ttl: float) -> bool:
-        """Take the session's compaction lease for ``ttl`` seconds (``SET NX PX``).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id("RedisStore.acquire_lease", session_id)
-        with self._errors("acquire_lease", session_id):
-            taken = self._client.set(
-                lease_key(self._prefix, session_id), holder, nx=True, px=max(1, round(ttl * 1000))
-            )
-        return bool(taken)
-
-    def release_lease(self, session_id: str, holder: str) -> None:
-        """Give the lease back, if ``holder`` still holds it (one script).
-
-        Raises:
-            SessionStoreError: When the server cannot be reached or answers an error.
-        """
-        check_session_id("RedisStore.release_lease", session_id)
-        with self._errors("release_lease", session_id):
-            self._release(keys=[lease_key(self._prefix, session_id)], args=[holder])
+        super().__init__(url, prefix, client, import_redis())
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -404,37 +406,19 @@ class RedisStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"<RedisStore {self._where} prefix={self._prefix!r}>"
+    # -- the driver -----------------------------------------------------------------
 
-    # -- internals ------------------------------------------------------------------
-
-    def _keys(self, session_id: str) -> tuple[str, str, str, str, str]:
-        return session_keys(self._prefix, session_id)
-
-    def _write(
-        self,
-        script: Any,
-        owner: str,
-        operation: str,
-        session_id: str,
-        expected_version: int,
-        items: tuple[Component, ...],
-    ) -> int:
-        def write(encoded: Encoded) -> int:
-            keys, args = script_call(self._prefix, session_id, expected_version, encoded)
+    def _run(self, operation: str, session_id: str, steps: Operation[Any, T]) -> T:
+        def execute(request: Command | Transaction) -> Any:
             with self._errors(operation, session_id):
-                reply = script(keys=keys, args=args)
-            return script_outcome(session_id, expected_version, reply)
+                if isinstance(request, Command):
+                    return self._call(self._client, request)
+                pipe = self._client.pipeline(transaction=True)
+                for command in request.commands:
+                    self._call(pipe, command)
+                return pipe.execute()
 
-        return write_chains(self._chains, owner, items, write)
-
-    @contextmanager
-    def _errors(self, operation: str, session_id: str) -> Iterator[None]:
-        try:
-            yield
-        except self._redis_error as exc:
-            raise store_error(f"RedisStore({self._where})", operation, session_id, exc) from exc
+        return run(steps, execute)
 
 
 def store_error(owner: str, operation: str, session_id: str, exc: Exception) -> SessionStoreError:

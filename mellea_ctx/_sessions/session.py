@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -50,6 +50,7 @@ from .._core.nodes import require_components
 from .async_store import AsyncSessionStore, as_async_store
 from .lease import SessionLeases, aacquire, acquire, arelease, check_ttl, leases_of
 from .memory import MemoryStore
+from .operations import Operation, arun, run
 from .store import SessionStore, StoredSession, check_components, check_meta, check_session_id
 
 if TYPE_CHECKING:
@@ -406,19 +407,22 @@ class Session:
         leases = leases_of(self.memory.store)
         assert isinstance(leases, SessionLeases)  # a sync store's, or one in this process
         holder = uuid.uuid4().hex
-        if not acquire(leases, self.session_id, holder, ttl, patience):
-            return self
-        try:
-            current = self.memory.open(self.session_id)
-            if _appended_since(self.dialogue, current.dialogue) is None:
-                return current  # another worker rewrote it (compacted it, most likely)
-            before = self.context(system=system)
-            compacted = compactor.compact(before)
-            if tuple(compacted) == tuple(before):
-                return current
-            return self._store_compacted(compacted, current)
-        finally:
-            leases.release_lease(self.session_id, holder)
+
+        def execute(step: _Step) -> Any:
+            match step.what:
+                case "take":
+                    return acquire(leases, self.session_id, holder, ttl, patience)
+                case "open":
+                    return self.memory.open(self.session_id)
+                case "compact":
+                    return compactor.compact(step.arg)
+                case "replace":
+                    base, dialogue = step.arg
+                    return base.replace(dialogue)
+                case "release":
+                    return leases.release_lease(self.session_id, holder)
+
+        return run(self._compaction("Session.compact", system), execute)
 
     async def acompact(
         self,
@@ -441,45 +445,65 @@ class Session:
         patience = check_ttl("Session.acompact", "wait", wait, allow_zero=True)
         leases = leases_of(self.memory.astore)
         holder = uuid.uuid4().hex
-        if not await aacquire(leases, self.session_id, holder, ttl, patience):
+
+        async def execute(step: _Step) -> Any:
+            match step.what:
+                case "take":
+                    return await aacquire(leases, self.session_id, holder, ttl, patience)
+                case "open":
+                    return await self.memory.aopen(self.session_id)
+                case "compact":
+                    own: Any = getattr(compactor, "acompact", None)
+                    before = step.arg
+                    return await (
+                        own(before) if own else asyncio.to_thread(compactor.compact, before)
+                    )
+                case "replace":
+                    base, dialogue = step.arg
+                    return await base.areplace(dialogue)
+                case "release":
+                    return await arelease(leases, self.session_id, holder)
+
+        return await arun(self._compaction("Session.acompact", system), execute)
+
+    def _compaction(
+        self, owner: str, system: str | Iterable[Component] | None
+    ) -> Operation[_Step, Session]:
+        """:meth:`compact`'s rules, for both forms: each step it yields is the driver's to run."""
+        if not (yield _Step("take")):
             return self
         try:
-            current = await self.memory.aopen(self.session_id)
+            current: Session = yield _Step("open")
             if _appended_since(self.dialogue, current.dialogue) is None:
-                return current
+                return current  # another worker rewrote it (compacted it, most likely)
             before = self.context(system=system)
-            run: Any = getattr(compactor, "acompact", None)
-            compacted = await (run(before) if run else asyncio.to_thread(compactor.compact, before))
+            compacted: Iterable[Component] = yield _Step("compact", before)
             if tuple(compacted) == tuple(before):
                 return current
-            return await self._astore_compacted(compacted, current)
+            # Store the compaction of this snapshot, followed by the turns others added since.
+            done = _compacted(owner, self.session_id, compacted)
+            base = current
+            for _attempt in range(_REBASES):
+                tail = _appended_since(self.dialogue, base.dialogue)
+                if tail is None:  # not only appends: another worker rewrote the session
+                    return base
+                try:
+                    stored: Session = yield _Step("replace", (base, (*done, *tail)))
+                    return stored
+                except SessionConflictError:
+                    base = yield _Step("open")
+            last: Session = yield _Step("open")
+            return last
         finally:
-            await arelease(leases, self.session_id, holder)
+            yield _Step("release")
 
-    def _store_compacted(self, compacted: Iterable[Component], base: Session) -> Session:
-        """Store the compaction of this snapshot, followed by the turns ``base`` added since."""
-        done = _compacted("Session.compact", self.session_id, compacted)
-        for _attempt in range(_REBASES):
-            tail = _appended_since(self.dialogue, base.dialogue)
-            if tail is None:  # not only appends: another worker rewrote the session
-                return base
-            try:
-                return base.replace((*done, *tail))
-            except SessionConflictError:
-                base = self.memory.open(self.session_id)
-        return self.memory.open(self.session_id)
 
-    async def _astore_compacted(self, compacted: Iterable[Component], base: Session) -> Session:
-        done = _compacted("Session.acompact", self.session_id, compacted)
-        for _attempt in range(_REBASES):
-            tail = _appended_since(self.dialogue, base.dialogue)
-            if tail is None:
-                return base
-            try:
-                return await base.areplace((*done, *tail))
-            except SessionConflictError:
-                base = await self.memory.aopen(self.session_id)
-        return await self.memory.aopen(self.session_id)
+@attrs.frozen
+class _Step:
+    """One step of a compaction (:meth:`Session._compaction`) for its driver to run."""
+
+    what: Literal["take", "open", "compact", "replace", "release"]
+    arg: Any = None
 
 
 #: How many times a compaction is stored again after turns other workers committed meanwhile.

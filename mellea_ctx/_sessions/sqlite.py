@@ -35,13 +35,8 @@ from typing import Final
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
-from .store import (
-    StoredSession,
-    check_components,
-    check_meta,
-    check_session_id,
-    check_version,
-)
+from .operations import run, single
+from .store import StoredSession, check_meta, check_session_id, check_write
 
 __all__ = ["SQLiteStore"]
 
@@ -229,26 +224,7 @@ class SQLiteStore:
             SessionStoreError: When the file stays locked past ``timeout`` or
                 cannot be written.
         """
-        owner = "SQLiteStore.append"
-        check_session_id(owner, session_id)
-        check_version(owner, expected_version)
-        items = check_components(owner, components, allow_empty=False)
-
-        def write(encoded: Encoded) -> int:
-            records = encoded.records
-            with self._write("append") as connection:
-                version, length = self._head(connection, session_id)
-                if version != expected_version:
-                    raise SessionConflictError(session_id, expected_version, version)
-                self._save_entries(connection, session_id, encoded)
-                connection.executemany(
-                    "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
-                    [(session_id, length + i, record) for i, record in enumerate(records)],
-                )
-                connection.execute(_SAVE_HEAD, (session_id, version + 1, length + len(records)))
-            return version + 1
-
-        return write_chains(self._chains, owner, items, write)
+        return self._write_dialogue("append", session_id, components, expected_version)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -264,27 +240,7 @@ class SQLiteStore:
             SessionStoreError: When the file stays locked past ``timeout`` or
                 cannot be written.
         """
-        owner = "SQLiteStore.replace"
-        check_session_id(owner, session_id)
-        check_version(owner, expected_version)
-        items = check_components(owner, components)
-
-        def write(encoded: Encoded) -> int:
-            records = encoded.records
-            with self._write("replace") as connection:
-                version, _ = self._head(connection, session_id)
-                if version != expected_version:
-                    raise SessionConflictError(session_id, expected_version, version)
-                self._save_entries(connection, session_id, encoded)
-                connection.execute("DELETE FROM components WHERE session_id = ?", (session_id,))
-                connection.executemany(
-                    "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
-                    [(session_id, i, record) for i, record in enumerate(records)],
-                )
-                connection.execute(_SAVE_HEAD, (session_id, version + 1, len(records)))
-            return version + 1
-
-        return write_chains(self._chains, owner, items, write)
+        return self._write_dialogue("replace", session_id, components, expected_version)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -440,6 +396,40 @@ class SQLiteStore:
             "wrote it, or use another file"
         )
         return SessionStoreError(msg)
+
+    def _write_dialogue(
+        self,
+        operation: str,
+        session_id: str,
+        components: Iterable[Component],
+        expected_version: int,
+    ) -> int:
+        """An ``append`` or ``replace``: one transaction, again in full if entries were missing."""
+        owner = f"SQLiteStore.{operation}"
+        append = operation == "append"
+        items = check_write(owner, session_id, components, expected_version, append=append)
+
+        def transaction(encoded: Encoded) -> int:
+            records = encoded.records
+            with self._write(operation) as connection:
+                version, length = self._head(connection, session_id)
+                if version != expected_version:
+                    raise SessionConflictError(session_id, expected_version, version)
+                self._save_entries(connection, session_id, encoded)
+                if append:
+                    start = length
+                else:
+                    start = 0
+                    connection.execute("DELETE FROM components WHERE session_id = ?", (session_id,))
+                connection.executemany(
+                    "INSERT INTO components (session_id, position, record) VALUES (?, ?, ?)",
+                    [(session_id, start + i, record) for i, record in enumerate(records)],
+                )
+                connection.execute(_SAVE_HEAD, (session_id, version + 1, start + len(records)))
+            return version + 1
+
+        version: int = run(write_chains(self._chains, owner, items, single), transaction)
+        return version
 
     @staticmethod
     def _save_entries(connection: sqlite3.Connection, session_id: str, encoded: Encoded) -> None:

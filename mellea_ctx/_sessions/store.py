@@ -210,6 +210,21 @@ def check_meta(owner: str, key: object, value: object) -> tuple[str, str | None]
     return key, value
 
 
+def check_write(
+    owner: str, session_id: object, components: object, expected_version: object, *, append: bool
+) -> tuple[Component, ...]:
+    """Check an ``append`` (at least one component) or ``replace``; return its components.
+
+    Raises:
+        InvalidArgumentError: As :func:`check_session_id`, :func:`check_version`
+            and :func:`check_components` do.
+        InvalidComponentError: As :func:`check_components` does.
+    """
+    check_session_id(owner, session_id)
+    check_version(owner, expected_version)
+    return check_components(owner, components, allow_empty=not append)
+
+
 def _surrogate_at(text: str) -> int | None:
     """Return the index of the first lone surrogate in ``text``, or ``None``."""
     if text.isascii():
