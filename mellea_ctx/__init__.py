@@ -138,232 +138,6 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._sessions.sqlite import SQLiteStore
     from ._sessions.store import SessionStore, StoredSession
 
-#: Where each public name lives, by module: imported on first use (PEP 562), so
-#: ``import mellea_ctx`` loads nothing until a name is used, and a name loads only
-#: its own module and what that module imports. tests/test_exported_members.py
-#: checks that this table and the imports above name the same objects.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "._agent.bm25": ("ToolHit",),
-    "._agent.delivered": (
-        "DeliveredTools",
-        "InMemoryMetaStore",
-        "MetaStore",
-    ),
-    "._agent.react": (
-        "ReactResult",
-        "SessionLike",
-        "areact",
-        "react",
-    ),
-    "._agent.search_tool": ("SEARCH_TOOL_NAME",),
-    "._agent.tool_search": ("ToolSearch",),
-    "._backends.anthropic": ("AnthropicBackend",),
-    "._backends.bridge": ("run_blocking",),
-    "._backends.cache_control": (
-        "CacheUse",
-        "predict_cache",
-    ),
-    "._backends.extractive": ("ExtractiveBackend",),
-    "._backends.openai": ("OpenAIBackend",),
-    "._backends.openai_responses": ("OpenAIResponsesBackend",),
-    "._backends.pricing": ("Pricing",),
-    "._backends.scripted": (
-        "ScriptedBackend",
-        "ScriptedReply",
-    ),
-    "._backends.windows": (
-        "context_window",
-        "output_limit",
-    ),
-    "._compaction.clear_results": ("ClearToolResultsCompactor",),
-    "._agent.events": (
-        "Event",
-        "EventHook",
-        "EventKind",
-    ),
-    "._compaction.planner": (
-        "CompactionPlanner",
-        "PlannerDecision",
-    ),
-    "._compaction.prompts": (
-        "DEFAULT_PROMPT_TEMPLATE",
-        "react_summary_prompt",
-        "render_conversation",
-        "validate_prompt_template",
-    ),
-    "._compaction.records": (
-        "CompactionRecord",
-        "CompactionWarning",
-        "Outcome",
-        "RecordHook",
-    ),
-    "._compaction.summarize": ("LLMSummarizeCompactor",),
-    "._compaction.superseded": ("SupersededReadsCompactor",),
-    "._compaction.tiered": ("TieredCompactor",),
-    "._compaction.token_budget": ("TokenBudgetCompactor",),
-    "._compaction.window": (
-        "ThresholdCompactor",
-        "WindowCompactor",
-    ),
-    "._core.checkpoint": (
-        "CHECKPOINT_HEADER",
-        "Checkpoint",
-    ),
-    "._core.cleared": ("ClearedToolResult",),
-    "._core.components": (
-        "CBlock",
-        "Component",
-        "Message",
-        "ModelOutputThunk",
-        "ReactInitiator",
-        "Role",
-        "ToolCall",
-        "ToolMessage",
-        "Usage",
-    ),
-    "._core.context": ("ChatContext",),
-    "._core.exceptions": (
-        "BackendConnectionError",
-        "BackendError",
-        "BackendTimeoutError",
-        "CompactionError",
-        "CompactionTimeoutError",
-        "ContextOverflowError",
-        "EmptySummaryError",
-        "InvalidArgumentError",
-        "InvalidComponentError",
-        "InvalidContextError",
-        "MalformedResponseError",
-        "MelleaCtxError",
-        "NotInlineCompactorError",
-        "RateLimitError",
-        "RequestRejectedError",
-        "ServerError",
-        "SessionConflictError",
-        "SessionStoreError",
-        "SpanTooLargeError",
-        "SummaryToolCallError",
-        "TokenizerDataError",
-    ),
-    "._core.facts": (
-        "Fact",
-        "FactKind",
-        "extract_facts",
-        "missing_facts",
-    ),
-    "._core.ledger": (
-        "Ledger",
-        "LedgerEntry",
-        "LedgerKind",
-        "derive_ledger",
-    ),
-    "._core.parts": (
-        "AudioPart",
-        "DocumentPart",
-        "ImagePart",
-        "OpaquePart",
-        "Part",
-        "PartKind",
-        "RedactedThinkingPart",
-        "RefusalPart",
-        "TextPart",
-        "ThinkingPart",
-    ),
-    "._core.pins": (
-        "PinPredicate",
-        "pin_nothing",
-        "pin_react_initiator",
-        "pin_system",
-        "pin_system_and_initial_user",
-    ),
-    "._core.protocols": (
-        "Backend",
-        "Compactor",
-        "GatedCompactor",
-        "InlineCompactor",
-        "acompact_with",
-        "compact_with",
-        "inline_backoff",
-    ),
-    "._core.tokens": (
-        "REPLY_PRIMING_TOKENS",
-        "TiktokenCounter",
-        "TokenCounter",
-        "default_counter",
-    ),
-    "._core.tools": (
-        "Tool",
-        "ToolArgumentError",
-        "tool",
-        "tool_schema",
-    ),
-    "._formats.anthropic": (
-        "from_anthropic",
-        "to_anthropic",
-    ),
-    "._formats.gemini": (
-        "from_gemini",
-        "to_gemini",
-    ),
-    "._formats.gemini_rules": ("validate_gemini",),
-    "._formats.call_rules": (
-        "MISSING_RESULT",
-        "Provider",
-        "repair_history",
-        "validate_anthropic",
-    ),
-    "._formats.notes": ("LossyConversionWarning",),
-    "._formats.openai": (
-        "from_openai",
-        "to_openai",
-        "validate_openai",
-    ),
-    "._formats.problems": (
-        "Problem",
-        "problems",
-    ),
-    "._formats.responses": (
-        "from_responses",
-        "to_responses",
-    ),
-    "._formats.responses_rules": ("validate_responses",),
-    "._formats.serialize": (
-        "component_from_record",
-        "component_to_record",
-        "components_from_json",
-        "components_to_json",
-    ),
-    "._formats.transcripts": (
-        "dump_anthropic",
-        "dump_conversation",
-        "load_anthropic",
-        "load_conversation",
-    ),
-    "._sessions.async_redis": ("AsyncRedisStore",),
-    "._sessions.async_sqlite": ("AsyncSQLiteStore",),
-    "._sessions.async_store": (
-        "AsyncSessionStore",
-        "AsyncStoreAdapter",
-        "as_async_store",
-    ),
-    "._sessions.memory": ("MemoryStore",),
-    "._sessions.postgres": (
-        "AsyncPostgresStore",
-        "PostgresStore",
-    ),
-    "._sessions.redis": ("RedisStore",),
-    "._sessions.session": (
-        "Session",
-        "SessionMemory",
-    ),
-    "._sessions.sqlite": ("SQLiteStore",),
-    "._sessions.store": (
-        "SessionStore",
-        "StoredSession",
-    ),
-}
-_WHERE: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
-
 __version__ = "0.1.0.dev0"
 __all__ = [
     "CHECKPOINT_HEADER",
@@ -523,9 +297,36 @@ __all__ = [
 ]
 
 
+def _where() -> dict[str, str]:
+    """Where each public name lives: the ``if TYPE_CHECKING:`` imports above, read once.
+
+    The imports are the one list of what lives where (type checkers and the
+    docs read them); at run time this reads the same statements from this
+    file's source on the first name lookup, so ``import mellea_ctx`` loads
+    nothing of ours, and a name loads only its own module (PEP 562).
+    """
+    where: dict[str, str] | None = globals().get("_WHERE")
+    if where is None:
+        import ast
+
+        with open(__file__, encoding="utf-8") as source:
+            tree = ast.parse(source.read())
+        guarded = next(node for node in tree.body if isinstance(node, ast.If))
+        where = {
+            alias.asname or alias.name: "." * node.level + (node.module or "")
+            for node in guarded.body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        globals()["_WHERE"] = where
+    return where
+
+
 def __getattr__(name: str) -> Any:
     """Import the module that holds ``name`` the first time it is asked for."""
-    module = _WHERE.get(name)
+    if name == "_WHERE":
+        return _where()
+    module = _where().get(name)
     if module is None:
         msg = f"module 'mellea_ctx' has no attribute {name!r}"
         raise AttributeError(msg)
