@@ -14,7 +14,7 @@ One :class:`~mellea_ctx.CompactionRecord` says which tier's result was kept
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING
 
 from .._core.exceptions import InvalidArgumentError
@@ -172,17 +172,18 @@ class TieredCompactor(InlineCompactor):
         """
         if not (force or self.due(ctx)):
             return ctx
-        current, kept = ctx, None
+        steps = self._steps(ctx, force)
         with outside_inline():
-            for index, tier in enumerate(self.tiers):
-                result = compact_with(
-                    tier, current, backend=backend, force=True, instructions=instructions
-                )
-                if result is not current:
-                    current, kept = result, index
-                if self._reached(current, kept, force):
-                    break
-        return self._settle(ctx, current, kept)
+            try:
+                tier, current = next(steps)
+                while True:
+                    result = compact_with(
+                        tier, current, backend=backend, force=True, instructions=instructions
+                    )
+                    tier, current = steps.send(result)
+            except StopIteration as done:
+                settled: ChatContext = done.value
+        return settled
 
     async def acompact(
         self,
@@ -195,11 +196,29 @@ class TieredCompactor(InlineCompactor):
         """Async form of :meth:`compact`: awaits each tier's ``acompact`` when it has one."""
         if not (force or self.due(ctx)):
             return ctx
+        steps = self._steps(ctx, force)
+        try:
+            tier, current = next(steps)
+            while True:
+                result = await acompact_with(
+                    tier, current, backend=backend, force=True, instructions=instructions
+                )
+                tier, current = steps.send(result)
+        except StopIteration as done:
+            settled: ChatContext = done.value
+        return settled
+
+    def _steps(
+        self, ctx: ChatContext, force: bool
+    ) -> Generator[tuple[Compactor, ChatContext], ChatContext, ChatContext]:
+        """The tier loop of both forms: yields ``(tier, context)`` to compact, gets the result.
+
+        ``compact`` and ``acompact`` differ only in how they run a tier (a
+        call, or an await); what to run next and when to stop is decided here.
+        """
         current, kept = ctx, None
         for index, tier in enumerate(self.tiers):
-            result = await acompact_with(
-                tier, current, backend=backend, force=True, instructions=instructions
-            )
+            result = yield tier, current
             if result is not current:
                 current, kept = result, index
             if self._reached(current, kept, force):
