@@ -29,7 +29,7 @@ from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, Thin
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
 from .cache_control import BREAKPOINTS, place_breakpoints, validate_breakpoints
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 # "claude-opus-4-5-20251101" -> ("opus", "4", "5"); the date is not a minor version.
 _CLAUDE_VERSION = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
@@ -80,6 +80,8 @@ class AnthropicBackend(SDKBackend):
     sdk_module = "anthropic"
     sdk_error = "AnthropicError"
     extra = "anthropic"
+    sdk_client = "AsyncAnthropic"
+    sdk_call = "messages.create"
 
     def __init__(
         self,
@@ -161,17 +163,6 @@ class AnthropicBackend(SDKBackend):
         if system is not None:
             request["system"] = system
         return request
-
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Messages API request."""
-        async with sdk.AsyncAnthropic(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.messages.create
-            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the answer: its blocks as parts in order, tool_use blocks as calls, usage."""

@@ -28,7 +28,7 @@ from .._core.parts import Part, RefusalPart, TextPart, ThinkingPart
 from .._core.tools import Tool
 from .._formats.notes import with_notes
 from .._formats.openai import to_openai
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 #: The host of OpenAI's own API, whose requests carry only what its API defines.
 _OPENAI_HOST = "api.openai.com"
@@ -112,6 +112,8 @@ class OpenAIBackend(SDKBackend):
     sdk_module = "openai"
     sdk_error = "OpenAIError"
     extra = "openai"
+    sdk_client = "AsyncOpenAI"
+    sdk_call = "chat.completions.create"
 
     def __init__(
         self,
@@ -172,17 +174,6 @@ class OpenAIBackend(SDKBackend):
         if tools:
             request["tools"] = [definition.to_openai() for definition in tools]
         return request
-
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Chat Completions request."""
-        async with sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.chat.completions.create
-            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the first choice: reasoning, text, refusal, tool calls and usage."""

@@ -25,7 +25,7 @@ from .._core.exceptions import InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
 from .openai import OpenAIBackend, cached_tokens, openai_credentials
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 __all__ = ["OpenAIResponsesBackend"]
 
@@ -75,6 +75,8 @@ class OpenAIResponsesBackend(SDKBackend):
     sdk_module = "openai"
     sdk_error = "OpenAIError"
     extra = "openai"
+    sdk_client = "AsyncOpenAI"
+    sdk_call = "responses.create"
 
     def __init__(
         self,
@@ -126,17 +128,6 @@ class OpenAIResponsesBackend(SDKBackend):
         if tools:
             request["tools"] = [_tool(definition) for definition in tools]
         return request
-
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Responses request."""
-        async with sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.responses.create
-            return await create(**sdk_arguments(create, request))
 
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the output items as one model step: reasoning, text, calls, usage."""
