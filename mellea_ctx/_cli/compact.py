@@ -31,9 +31,10 @@ from .conversation_io import (
 )
 from .options import (
     BOUNDARIES,
-    CONTEXT,
+    FILE,
     PINS,
     choice_option,
+    command,
     count_option,
     format_option,
     tokens_option,
@@ -209,13 +210,8 @@ Examples:
 """
 
 
-@click.command(
-    "compact",
-    help=_COMPACT_HELP,
-    short_help="Compact a conversation: window, token budget or summary.",
-    context_settings=CONTEXT,
-)
-@click.argument("file", required=False, metavar="[FILE]")
+@command("compact", _COMPACT_HELP, "Compact a conversation: window, token budget or summary.")
+@FILE
 @count_option(
     "-w",
     "--window",

@@ -33,7 +33,7 @@ from .._core.context import ChatContext
 from .._core.pins import pin_system_and_initial_user
 from .._core.tokens import count_memoized
 from .conversation_io import write
-from .options import CONTEXT, tokens_option
+from .options import command, tokens_option
 from .terminal import InputError, progress, stderr, stdout
 
 __all__ = ["DemoRun", "chart", "demo", "plot_png", "simulate", "summary_table"]
@@ -280,12 +280,7 @@ Examples:
 """
 
 
-@click.command(
-    "demo",
-    help=_DEMO_HELP,
-    short_help="A simulated agent session compacting inline, charted.",
-    context_settings=CONTEXT,
-)
+@command("demo", _DEMO_HELP, "A simulated agent session compacting inline, charted.")
 @click.option(
     "--turns",
     type=click.IntRange(1, 2_000),

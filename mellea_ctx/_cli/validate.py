@@ -8,7 +8,7 @@ from .._formats.call_rules import Provider, repair_changes
 from .._formats.transcripts import transcript_document
 from .changes import UNITS, compare, parse_output
 from .conversation_io import file_problems, load, located, to_stdout, write
-from .options import CONTEXT, format_option
+from .options import command, format_option
 from .report import lost_note, problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
 
@@ -42,11 +42,8 @@ Examples:
 """
 
 
-@click.command(
-    "validate",
-    help=_VALIDATE_HELP,
-    short_help="Check tool calls against OpenAI or Anthropic rules; --repair.",
-    context_settings=CONTEXT,
+@command(
+    "validate", _VALIDATE_HELP, "Check tool calls against OpenAI or Anthropic rules; --repair."
 )
 @click.argument("file", metavar="FILE")
 @click.option(
