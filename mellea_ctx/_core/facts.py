@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import attrs
 
@@ -60,20 +60,8 @@ FactKind = Literal[
     "url",
 ]
 
-# The order kinds take turns in when the budget is filled.
-_KIND_ORDER: tuple[FactKind, ...] = (
-    "detail",
-    "constraint",
-    "decision",
-    "commit",
-    "result",
-    "error",
-    "path",
-    "command",
-    "id",
-    "quantity",
-    "url",
-)
+# The order kinds take turns in when the budget is filled: the order FactKind names them in.
+_KIND_ORDER: tuple[FactKind, ...] = get_args(FactKind)
 # The deepest directory holding this share of the files the agent named in its
 # tool calls is the project root; paths under it are kept relative to it.
 _ROOT_SHARE = 0.75
