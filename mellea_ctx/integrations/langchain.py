@@ -81,7 +81,7 @@ from mellea_ctx._core.parts import (
 )
 from mellea_ctx._core.tools import Tool
 
-from ._runner import acompact_pairs, compact_pairs, definitions_tokens
+from ._runner import PairCompaction, definitions_tokens
 
 __all__ = [
     "ChatModelBackend",
@@ -449,14 +449,10 @@ def compact_messages(
         >>> [m.content for m in compact_messages(history, WindowCompactor(size=1))]
         ['c']
     """
-    out = compact_pairs(
-        _pairs(messages),
-        compactor,
-        _to_one,
-        backend=backend,
-        counter=token_counter(counter),
-        repair="openai",
+    compaction = PairCompaction(
+        compactor, _to_one, backend=backend, counter=token_counter(counter), repair="openai"
     )
+    out = compaction.run(_pairs(messages))
     return list(messages) if out is None else out
 
 
@@ -689,25 +685,15 @@ class CompactionMiddleware(AgentMiddleware):
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Compact ``state["messages"]``; ``None`` (no update) when nothing changes."""
-        pairs = _pairs(state["messages"])
-        return self._update(
-            compact_pairs(
-                pairs,
-                self.compactor,
-                _to_one,
-                backend=self.backend,
-                counter=self.counter,
-                prefix=self.prefix,
-                tools_tokens=self.tools_tokens,
-                repair="openai",
-            )
-        )
+        return self._update(self._compaction().run(_pairs(state["messages"])))
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Async form of :meth:`before_model` (awaits ``acompact``)."""
-        pairs = _pairs(state["messages"])
-        out = await acompact_pairs(
-            pairs,
+        return self._update(await self._compaction().arun(_pairs(state["messages"])))
+
+    def _compaction(self) -> PairCompaction[Any]:
+        """Both hooks' compaction, from the middleware's settings as they are now."""
+        return PairCompaction(
             self.compactor,
             _to_one,
             backend=self.backend,
@@ -716,4 +702,3 @@ class CompactionMiddleware(AgentMiddleware):
             tools_tokens=self.tools_tokens,
             repair="openai",
         )
-        return self._update(out)
