@@ -186,20 +186,37 @@ def _parse(response: Any) -> ModelOutputThunk:
         msg = f"OpenAI: the response has no choices: {str(response)[:200]}"
         raise MalformedResponseError(msg)
     message = choices[0].message
+    calls = _calls(message)
+    usage = _usage(response)
+    return ModelOutputThunk(
+        parts=_parts(message, calls), tool_calls=calls, usage=usage, structured=False
+    )
+
+
+def _calls(message: Any) -> list[ToolCall]:
     calls = []
     for call in message.tool_calls or ():
         function = getattr(call, "function", None)
         if function is None:
             continue  # a custom (non-function) tool call: nothing we can replay
         calls.append(ToolCall(call.id, function.name, function.arguments or "{}"))
-    usage = None
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens or 0,
-            completion_tokens=response.usage.completion_tokens or 0,
-            total_tokens=response.usage.total_tokens or 0,
-            cache_read_tokens=cached_tokens(getattr(response.usage, "prompt_tokens_details", None)),
-        )
+    return calls
+
+
+def _usage(response: Any) -> Usage | None:
+    usage = response.usage
+    if usage is None:
+        return None
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        total_tokens=usage.total_tokens or 0,
+        cache_read_tokens=cached_tokens(getattr(usage, "prompt_tokens_details", None)),
+    )
+
+
+def _parts(message: Any, calls: list[ToolCall]) -> list[Part]:
+    """The answer's parts: a server's reasoning, the text (or the empty answer), a refusal."""
     parts: list[Part] = []
     for key in ("reasoning_content", "reasoning"):
         reasoning = getattr(message, key, None)
@@ -215,7 +232,7 @@ def _parse(response: Any) -> ModelOutputThunk:
         parts.append(TextPart(""))  # an empty answer: "" is what can be sent back
     if isinstance(refusal, str):
         parts.append(RefusalPart(refusal))
-    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, structured=False)
+    return parts
 
 
 def cached_tokens(details: Any) -> int | None:
