@@ -194,16 +194,9 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
         [('user', ['hi', 'go on'])]
     """
     out: list[dict[str, Any]] = []
-    for index, message in enumerate(payload):
+    for index, original in enumerate(payload):
+        message = _without_blank_text(original)
         content = message["content"]
-        if isinstance(content, list):
-            kept = [block for block in content if not _is_blank_text(block)]
-            if len(kept) != len(content):
-                message = {**message, "content": kept}
-                content = kept
-        elif isinstance(content, str) and not content.strip():
-            content = []
-            message = {**message, "content": content}
         if not content and not (index == len(payload) - 1 and message["role"] == "assistant"):
             continue
         if out and out[-1]["role"] == message["role"]:
@@ -213,6 +206,17 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if out and out[0]["role"] == "assistant":  # what opened it was blank: the API wants user first
         out.insert(0, {"role": "user", "content": "(earlier conversation)"})
     return out
+
+
+def _without_blank_text(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without its whitespace-only text (a copy; ``message`` when it has none)."""
+    content = message["content"]
+    if isinstance(content, list):
+        kept = [block for block in content if not _is_blank_text(block)]
+        return message if len(kept) == len(content) else {**message, "content": kept}
+    if isinstance(content, str) and not content.strip():
+        return {**message, "content": []}
+    return message
 
 
 def _as_blocks(message: dict[str, Any]) -> list[Any]:
