@@ -256,19 +256,23 @@ def _parse(response: Any) -> ModelOutputThunk:
             )
         else:  # a block we do not model: carried verbatim, sent back as it came
             parts.append(OpaquePart("anthropic", _block_dict(block)))
-    usage = None
-    if getattr(response, "usage", None) is not None:
-        # A usage without the cache fields (a server that does not cache)
-        # says nothing about the cache: None, not 0.
-        read = _count(getattr(response.usage, "cache_read_input_tokens", None))
-        written = _count(getattr(response.usage, "cache_creation_input_tokens", None))
-        usage = Usage(
-            prompt_tokens=(response.usage.input_tokens or 0) + (read or 0) + (written or 0),
-            completion_tokens=response.usage.output_tokens or 0,
-            cache_read_tokens=read,
-            cache_write_tokens=written,
-        )
-    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage)
+    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=_usage(response))
+
+
+def _usage(response: Any) -> Usage | None:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None
+    # A usage without the cache fields (a server that does not cache)
+    # says nothing about the cache: None, not 0.
+    read = _count(getattr(usage, "cache_read_input_tokens", None))
+    written = _count(getattr(usage, "cache_creation_input_tokens", None))
+    return Usage(
+        prompt_tokens=(usage.input_tokens or 0) + (read or 0) + (written or 0),
+        completion_tokens=usage.output_tokens or 0,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def _count(value: object) -> int | None:
