@@ -150,12 +150,11 @@ def _parse(response: Any) -> ModelOutputThunk:
     if any(not isinstance(step, ModelOutputThunk) for step in steps):
         msg = f"OpenAI Responses: the output holds items that are not model output: {items!r:.200}"
         raise MalformedResponseError(msg)
-    usage = None
-    raw = getattr(response, "usage", None)
-    if raw is not None:
-        prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
-        cached = cached_tokens(getattr(raw, "input_tokens_details", None))
-        usage = Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)
+    return _one_step(steps, _usage(response))
+
+
+def _one_step(steps: list[Any], usage: Usage | None) -> ModelOutputThunk:
+    """The output's model steps as one, with the response's ``usage``."""
     if len(steps) == 1:
         only = steps[0]
         return ModelOutputThunk(
@@ -170,3 +169,12 @@ def _parse(response: Any) -> ModelOutputThunk:
     calls = [call for step in steps for call in step.tool_calls]
     extra = next((step.extra for step in steps if step.extra), None)
     return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, extra=extra)
+
+
+def _usage(response: Any) -> Usage | None:
+    raw = getattr(response, "usage", None)
+    if raw is None:
+        return None
+    prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
+    cached = cached_tokens(getattr(raw, "input_tokens_details", None))
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)
