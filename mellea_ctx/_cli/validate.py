@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from .._formats.call_rules import Provider, repair_changes
-from .._formats.transcripts import transcript_document
-from .changes import UNITS, compare, parse_output
+from .._formats.transcripts import Transcript, transcript_document
+from .changes import UNITS, Changes, compare, parse_output
 from .conversation_io import file_problems, load, located, to_stdout, write
 from .options import command, format_option
 from .report import lost_note, problems_table
@@ -78,10 +78,7 @@ def validate(
     data = transcript_document(repaired, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
-    rows = [(transcript.locations[index], text) for index, text in changes]
-    if not changes and not diff.equal:  # the writer alone changed something: say what
-        rows = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
-        rows += [(diff.label(i), "left out of the output") for i in diff.removed]
+    rows = _change_rows(transcript, changes, diff)
     report.print(
         problems_table(
             source,
@@ -96,3 +93,13 @@ def validate(
     note = lost_note(lost)
     if note is not None:
         report.print(note, soft_wrap=True, highlight=False, markup=False)
+
+
+def _change_rows(
+    transcript: Transcript, changes: list[tuple[int, str]], diff: Changes
+) -> list[tuple[str, str]]:
+    """What a repair changed, by place; when the writer alone changed something, that."""
+    if changes or diff.equal:
+        return [(transcript.locations[index], text) for index, text in changes]
+    rows = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
+    return rows + [(diff.label(i), "left out of the output") for i in diff.removed]
