@@ -114,27 +114,57 @@ def _block_part(block: object) -> Part:
     if not isinstance(block, dict):
         return OpaquePart("langchain", {"value": block})
     kind = block.get("type")
-    rest = {k: v for k, v in block.items() if k not in ("type", "text", "thinking", "signature")}
-    if kind == "text" and isinstance(block.get("text"), str):
-        return TextPart(block["text"], extra=rest)
-    if kind == "thinking" and isinstance(block.get("thinking"), str):
-        signature = block.get("signature")
-        if signature is None or isinstance(signature, str):
-            return ThinkingPart(
-                block["thinking"], signature=signature, provider="anthropic", extra=rest
-            )
-    if kind == "reasoning" and isinstance(block.get("reasoning"), str):
-        keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
-        return ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
-    if kind == "image_url" and isinstance(block.get("image_url"), dict):
-        # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
-        # summarizer sees the image (and its URL) as it sees any ImagePart.
-        try:
-            (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
-        except (InvalidArgumentError, InvalidContextError, ValueError):
-            return OpaquePart("langchain", block)
-        return part
-    return OpaquePart("langchain", block)
+    read = _BLOCK_READERS.get(kind) if isinstance(kind, str) else None
+    part = read(block) if read is not None else None
+    return OpaquePart("langchain", block) if part is None else part
+
+
+def _rest(block: dict[str, Any], *known: str) -> dict[str, Any]:
+    """The keys of ``block`` a part keeps as its ``extra``: all but ``type`` and ``known``."""
+    return {k: v for k, v in block.items() if k != "type" and k not in known}
+
+
+def _text_block(block: dict[str, Any]) -> Part | None:
+    if not isinstance(block.get("text"), str):
+        return None
+    return TextPart(block["text"], extra=_rest(block, "text", "thinking", "signature"))
+
+
+def _thinking_block(block: dict[str, Any]) -> Part | None:
+    signature = block.get("signature")
+    if not isinstance(block.get("thinking"), str) or not (
+        signature is None or isinstance(signature, str)
+    ):
+        return None
+    extra = _rest(block, "text", "thinking", "signature")
+    return ThinkingPart(block["thinking"], signature=signature, provider="anthropic", extra=extra)
+
+
+def _reasoning_block(block: dict[str, Any]) -> Part | None:
+    if not isinstance(block.get("reasoning"), str):
+        return None
+    return ThinkingPart(block["reasoning"], provider="langchain", extra=_rest(block, "reasoning"))
+
+
+def _image_block(block: dict[str, Any]) -> Part | None:
+    if not isinstance(block.get("image_url"), dict):
+        return None
+    # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
+    # summarizer sees the image (and its URL) as it sees any ImagePart.
+    try:
+        (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
+    except (InvalidArgumentError, InvalidContextError, ValueError):
+        return None
+    return part
+
+
+#: The readers of the LangChain blocks we model, by ``type``; any other block is opaque.
+_BLOCK_READERS: dict[str, Callable[[dict[str, Any]], Part | None]] = {
+    "text": _text_block,
+    "thinking": _thinking_block,
+    "reasoning": _reasoning_block,
+    "image_url": _image_block,
+}
 
 
 def _block_of(part: Part) -> object:
