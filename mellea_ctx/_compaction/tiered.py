@@ -27,7 +27,7 @@ from .._core.protocols import (
 )
 from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
-from .records import CompactionRecord, RecordHook, emit_record
+from .records import Outcome, RecordHook, emit_record, record_between
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -231,6 +231,7 @@ class TieredCompactor(InlineCompactor):
 
     def _settle(self, ctx: ChatContext, result: ChatContext, kept: int | None) -> ChatContext:
         over = self.size(result) > self.target_tokens
+        outcome: Outcome
         if kept is None:
             outcome, reason = "skipped", "no tier could make the context smaller"
         else:
@@ -243,20 +244,16 @@ class TieredCompactor(InlineCompactor):
             )
         if ctx.compactor is not None and result.compactor is not ctx.compactor:
             result = result.with_compactor(ctx.compactor)
-        emit_record(
-            CompactionRecord(
-                strategy="TieredCompactor",
-                outcome=outcome,  # type: ignore[arg-type]
-                reason=reason,
-                components_before=len(ctx),
-                components_after=len(result),
-                tokens_before=ctx.token_count,
-                tokens_after=result.token_count,
-                over_target=over,
-                tier=kept,
-            ),
-            self.on_record,
+        record = record_between(
+            "TieredCompactor",
+            outcome,
+            ctx,
+            result,
+            reason,
+            over_target=over,
+            tier=kept,
         )
+        emit_record(record, self.on_record)
         return result
 
     def __repr__(self) -> str:
