@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._core.components import Component, ModelOutputThunk
+from .._core.context import ChatContext
 from .._core.exceptions import ContextOverflowError
 from .._core.protocols import Backend, Compactor
 from .._core.tool_tokens import count_tool_definitions, request_overhead, request_tools
@@ -22,7 +23,39 @@ from .._core.tools import Tool
 from .compaction_tools import run_compactor
 from .loop_state import Loop
 
-__all__ = ["framing_of", "generate", "tool_overhead"]
+__all__ = ["compact_for_request", "framing_of", "generate", "tool_overhead"]
+
+
+async def compact_for_request(
+    loop: Loop,
+    compactor: Compactor,
+    before: ChatContext,
+    compaction_backend: Backend | None,
+    tools: Sequence[Tool],
+    *,
+    force: bool,
+    focus: str,
+) -> ChatContext:
+    """Run ``compactor`` on ``before`` for a request that will send ``tools``; the result.
+
+    The tool definitions count against the budget while it runs (and a
+    continuation summary sends them). A compactor that reports no record (a
+    window) has its cut reported here, so ``compaction_started`` always has
+    its completion. ``loop.ctx`` is left as it was.
+    """
+    overhead = request_overhead.set(tool_overhead(loop.backend, tools))
+    offered = request_tools.set(tuple(tools))
+    reported = loop.records
+    try:
+        after = await run_compactor(compactor, before, compaction_backend, force=force, focus=focus)
+    finally:
+        request_tools.reset(offered)
+        request_overhead.reset(overhead)
+    if loop.records == reported:
+        current, loop.ctx = loop.ctx, after
+        loop.report_cut(compactor, before, forced=force)
+        loop.ctx = current
+    return after
 
 
 def framing_of(backend: object) -> Any:
@@ -74,18 +107,9 @@ async def generate(
             msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
         ) from first
     loop.emit("compaction_started")
-    token = request_overhead.set(tool_overhead(backend, tools))
-    reported = loop.records
-    offered_token = request_tools.set(tuple(tools))
-    try:
-        after = await run_compactor(compactor, before, compaction_backend, force=True, focus="")
-    finally:
-        request_tools.reset(offered_token)
-        request_overhead.reset(token)
-    if loop.records == reported:  # a window reports no record: complete compaction_started
-        loop.ctx = after
-        loop.report_cut(compactor, before, forced=True)
-        loop.ctx = before
+    after = await compact_for_request(
+        loop, compactor, before, compaction_backend, tools, force=True, focus=""
+    )
     if after is before or after.token_count >= before.token_count:
         msg = (
             f"react: the request is longer than the model's window ({_sizes(first)}) and "
