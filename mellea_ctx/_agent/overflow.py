@@ -58,6 +58,13 @@ async def compact_for_request(
     return after
 
 
+def _overflow(msg: str, refused: ContextOverflowError) -> ContextOverflowError:
+    """Our overflow error, with the sizes of the provider's refusal."""
+    return ContextOverflowError(
+        msg, prompt_tokens=refused.prompt_tokens, limit_tokens=refused.limit_tokens
+    )
+
+
 def framing_of(backend: object) -> Any:
     """How ``backend``'s provider frames tool definitions (``"anthropic"`` or ``"openai"``)."""
     return "anthropic" if getattr(backend, "provider", None) == "Anthropic" else "openai"
@@ -103,9 +110,7 @@ async def generate(
             f"{tool_overhead(backend, tools)} for tool definitions) is longer than the model's "
             f"window: {_sizes(first)}; pass compactor=... so react can compact and retry"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
-        ) from first
+        raise _overflow(msg, first) from first
     loop.emit("compaction_started")
     after = await compact_for_request(
         loop, compactor, before, compaction_backend, tools, force=True, focus=""
@@ -117,9 +122,7 @@ async def generate(
             f"and {after.token_count} after; the pinned prefix and the current turn alone are "
             "too long; shorten the system prompt or the goal, or use a model with a larger window"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
-        ) from first
+        raise _overflow(msg, first) from first
     loop.ctx = after
     try:
         return await backend.generate(messages_of(), model_options=model_options, tools=offered)
@@ -129,6 +132,4 @@ async def generate(
             f"compaction ({before.token_count} -> {after.token_count} tokens by our count; "
             f"{_sizes(second)}); not compacting again: set the compactor's target lower"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=second.prompt_tokens, limit_tokens=second.limit_tokens
-        ) from second
+        raise _overflow(msg, second) from second
