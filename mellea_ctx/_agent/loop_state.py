@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._compaction.records import CompactionRecord
+from .._compaction.records import CompactionRecord, record_between
 from .._core.calls import Usage
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
@@ -63,14 +63,12 @@ class Loop:
             return
         applied = after is not before
         self.on_record(
-            CompactionRecord(
-                strategy=type(compactor).__name__,
-                outcome="applied" if applied else "skipped",
-                reason="" if applied else "there was nothing to cut",
-                components_before=len(before),
-                components_after=len(after),
-                tokens_before=before.token_count,
-                tokens_after=after.token_count,
+            record_between(
+                type(compactor).__name__,
+                "applied" if applied else "skipped",
+                before,
+                after,
+                "" if applied else "there was nothing to cut",
                 removed=max(len(before) - len(after), 0),
             )
         )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._core.components import Component, ModelOutputThunk
+from .._core.context import ChatContext
 from .._core.exceptions import ContextOverflowError
 from .._core.protocols import Backend, Compactor
 from .._core.tool_tokens import count_tool_definitions, request_overhead, request_tools
@@ -22,7 +23,46 @@ from .._core.tools import Tool
 from .compaction_tools import run_compactor
 from .loop_state import Loop
 
-__all__ = ["framing_of", "generate", "tool_overhead"]
+__all__ = ["compact_for_request", "framing_of", "generate", "tool_overhead"]
+
+
+async def compact_for_request(
+    loop: Loop,
+    compactor: Compactor,
+    before: ChatContext,
+    compaction_backend: Backend | None,
+    tools: Sequence[Tool],
+    *,
+    force: bool,
+    focus: str,
+) -> ChatContext:
+    """Run ``compactor`` on ``before`` for a request that will send ``tools``; the result.
+
+    The tool definitions count against the budget while it runs (and a
+    continuation summary sends them). A compactor that reports no record (a
+    window) has its cut reported here, so ``compaction_started`` always has
+    its completion. ``loop.ctx`` is left as it was.
+    """
+    overhead = request_overhead.set(tool_overhead(loop.backend, tools))
+    offered = request_tools.set(tuple(tools))
+    reported = loop.records
+    try:
+        after = await run_compactor(compactor, before, compaction_backend, force=force, focus=focus)
+    finally:
+        request_tools.reset(offered)
+        request_overhead.reset(overhead)
+    if loop.records == reported:
+        current, loop.ctx = loop.ctx, after
+        loop.report_cut(compactor, before, forced=force)
+        loop.ctx = current
+    return after
+
+
+def _overflow(msg: str, refused: ContextOverflowError) -> ContextOverflowError:
+    """Our overflow error, with the sizes of the provider's refusal."""
+    return ContextOverflowError(
+        msg, prompt_tokens=refused.prompt_tokens, limit_tokens=refused.limit_tokens
+    )
 
 
 def framing_of(backend: object) -> Any:
@@ -70,22 +110,11 @@ async def generate(
             f"{tool_overhead(backend, tools)} for tool definitions) is longer than the model's "
             f"window: {_sizes(first)}; pass compactor=... so react can compact and retry"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
-        ) from first
+        raise _overflow(msg, first) from first
     loop.emit("compaction_started")
-    token = request_overhead.set(tool_overhead(backend, tools))
-    reported = loop.records
-    offered_token = request_tools.set(tuple(tools))
-    try:
-        after = await run_compactor(compactor, before, compaction_backend, force=True, focus="")
-    finally:
-        request_tools.reset(offered_token)
-        request_overhead.reset(token)
-    if loop.records == reported:  # a window reports no record: complete compaction_started
-        loop.ctx = after
-        loop.report_cut(compactor, before, forced=True)
-        loop.ctx = before
+    after = await compact_for_request(
+        loop, compactor, before, compaction_backend, tools, force=True, focus=""
+    )
     if after is before or after.token_count >= before.token_count:
         msg = (
             f"react: the request is longer than the model's window ({_sizes(first)}) and "
@@ -93,9 +122,7 @@ async def generate(
             f"and {after.token_count} after; the pinned prefix and the current turn alone are "
             "too long; shorten the system prompt or the goal, or use a model with a larger window"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=first.prompt_tokens, limit_tokens=first.limit_tokens
-        ) from first
+        raise _overflow(msg, first) from first
     loop.ctx = after
     try:
         return await backend.generate(messages_of(), model_options=model_options, tools=offered)
@@ -105,6 +132,4 @@ async def generate(
             f"compaction ({before.token_count} -> {after.token_count} tokens by our count; "
             f"{_sizes(second)}); not compacting again: set the compactor's target lower"
         )
-        raise ContextOverflowError(
-            msg, prompt_tokens=second.prompt_tokens, limit_tokens=second.limit_tokens
-        ) from second
+        raise _overflow(msg, second) from second

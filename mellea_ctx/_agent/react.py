@@ -69,14 +69,13 @@ from .._core.exceptions import InvalidArgumentError, InvalidContextError
 from .._core.parts import TextPart
 from .._core.protocols import Backend, Compactor
 from .._core.reprs import short_repr
-from .._core.tool_tokens import request_overhead, request_tools
 from .._core.tools import Tool, ToolArgumentError
 from .._formats.openai import validate_openai
 from .._formats.responses import answer_keys, is_custom_call
-from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend, run_compactor
+from .compaction_tools import COMPACT_TOOL, RECALL_TOOL, builtin_tools, own_backend
 from .events import EventHook
 from .loop_state import Loop, dialogue_of, finish_turn, request_only
-from .overflow import generate, tool_overhead
+from .overflow import compact_for_request, generate
 from .result import ReactResult, SessionLike
 from .searching import Searching as _Searching
 from .tool_search import ToolSearch
@@ -249,18 +248,15 @@ async def _turn(
         before = loop.ctx
         # The tool definitions about to be sent count against the budget.
         _, planned = searching.request(model_options)
-        overhead = request_overhead.set(tool_overhead(loop.backend, planned))
-        offered = request_tools.set(tuple(planned))  # a continuation summary sends them too
-        reported = loop.records
-        try:
-            loop.ctx = await run_compactor(
-                loop.compactor, before, compaction_backend, force=forced, focus=loop.focus
-            )
-        finally:
-            request_tools.reset(offered)
-            request_overhead.reset(overhead)
-        if loop.records == reported:  # a compactor that reports no record (a window)
-            loop.report_cut(loop.compactor, before, forced=forced)
+        loop.ctx = await compact_for_request(
+            loop,
+            loop.compactor,
+            before,
+            compaction_backend,
+            planned,
+            force=forced,
+            focus=loop.focus,
+        )
         loop.compact_requested, loop.focus = False, ""
         # The compacted dialogue is stored with this turn, when it finishes.
         if loop.ctx is not before:

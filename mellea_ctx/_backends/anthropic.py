@@ -30,7 +30,7 @@ from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, Thin
 from .._core.tools import Tool
 from .._formats.anthropic import to_anthropic
 from .cache_control import BREAKPOINTS, place_breakpoints, validate_breakpoints
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 # "claude-opus-4-5-20251101" -> ("opus", "4", "5"); the date is not a minor version.
 _CLAUDE_VERSION = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
@@ -81,6 +81,8 @@ class AnthropicBackend(SDKBackend):
     sdk_module = "anthropic"
     sdk_error = "AnthropicError"
     extra = "anthropic"
+    sdk_client = "AsyncAnthropic"
+    sdk_call = "messages.create"
 
     def __init__(
         self,
@@ -161,17 +163,6 @@ class AnthropicBackend(SDKBackend):
             request["system"] = system
         return request
 
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Messages API request."""
-        async with sdk.AsyncAnthropic(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.messages.create
-            return await create(**sdk_arguments(create, request))
-
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the answer: its blocks as parts in order, tool_use blocks as calls, usage."""
         return _parse(response)
@@ -202,16 +193,9 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
         [('user', ['hi', 'go on'])]
     """
     out: list[dict[str, Any]] = []
-    for index, message in enumerate(payload):
+    for index, original in enumerate(payload):
+        message = _without_blank_text(original)
         content = message["content"]
-        if isinstance(content, list):
-            kept = [block for block in content if not _is_blank_text(block)]
-            if len(kept) != len(content):
-                message = {**message, "content": kept}
-                content = kept
-        elif isinstance(content, str) and not content.strip():
-            content = []
-            message = {**message, "content": content}
         if not content and not (index == len(payload) - 1 and message["role"] == "assistant"):
             continue
         if out and out[-1]["role"] == message["role"]:
@@ -221,6 +205,17 @@ def sendable(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if out and out[0]["role"] == "assistant":  # what opened it was blank: the API wants user first
         out.insert(0, {"role": "user", "content": "(earlier conversation)"})
     return out
+
+
+def _without_blank_text(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without its whitespace-only text (a copy; ``message`` when it has none)."""
+    content = message["content"]
+    if isinstance(content, list):
+        kept = [block for block in content if not _is_blank_text(block)]
+        return message if len(kept) == len(content) else {**message, "content": kept}
+    if isinstance(content, str) and not content.strip():
+        return {**message, "content": []}
+    return message
 
 
 def _as_blocks(message: dict[str, Any]) -> list[Any]:
@@ -260,19 +255,23 @@ def _parse(response: Any) -> ModelOutputThunk:
             )
         else:  # a block we do not model: carried verbatim, sent back as it came
             parts.append(OpaquePart("anthropic", _block_dict(block)))
-    usage = None
-    if getattr(response, "usage", None) is not None:
-        # A usage without the cache fields (a server that does not cache)
-        # says nothing about the cache: None, not 0.
-        read = _count(getattr(response.usage, "cache_read_input_tokens", None))
-        written = _count(getattr(response.usage, "cache_creation_input_tokens", None))
-        usage = Usage(
-            prompt_tokens=(response.usage.input_tokens or 0) + (read or 0) + (written or 0),
-            completion_tokens=response.usage.output_tokens or 0,
-            cache_read_tokens=read,
-            cache_write_tokens=written,
-        )
-    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage)
+    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=_usage(response))
+
+
+def _usage(response: Any) -> Usage | None:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None
+    # A usage without the cache fields (a server that does not cache)
+    # says nothing about the cache: None, not 0.
+    read = _count(getattr(usage, "cache_read_input_tokens", None))
+    written = _count(getattr(usage, "cache_creation_input_tokens", None))
+    return Usage(
+        prompt_tokens=(usage.input_tokens or 0) + (read or 0) + (written or 0),
+        completion_tokens=usage.output_tokens or 0,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def _count(value: object) -> int | None:

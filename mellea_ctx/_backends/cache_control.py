@@ -152,16 +152,10 @@ def place_breakpoints(
     sent = list(messages)
     system_marks, history_marks = _marks(sent_system), _marks(sent)
     room = LIMIT - len(_marks(sent_tools)) - len(system_marks) - len(history_marks)
-    if "history" in places and sent and room > 0:
-        last = sent[-1]
-        blocks = _as_blocks(last.get("content"))
-        marked = _marked_last(blocks) if blocks is not None else None
-        if marked is not None:
-            sent[-1] = {**last, "content": marked}
-            room -= 1
+    if "history" in places and sent and room > 0 and _mark_message(sent, len(sent) - 1):
+        room -= 1
     if "system" in places and sent_system and room > 0 and not _long(history_marks):
-        blocks = _as_blocks(sent_system)
-        marked = _marked_last(blocks) if blocks is not None else None
+        marked = _marked_end(sent_system)
         if marked is not None:
             sent_system = marked
             room -= 1
@@ -177,11 +171,23 @@ def place_breakpoints(
         room -= 1
     previous = _previous_end(sent)
     if "history" in places and previous is not None and room > 0 and not _long(history_marks):
-        blocks = _as_blocks(sent[previous].get("content"))
-        marked = _marked_last(blocks) if blocks is not None else None
-        if marked is not None:
-            sent[previous] = {**sent[previous], "content": marked}
+        _mark_message(sent, previous)
     return sent_system, sent, sent_tools
+
+
+def _marked_end(content: Any) -> list[dict[str, Any]] | None:
+    """``content`` as blocks with its last one marked, or ``None`` when it cannot take a mark."""
+    blocks = _as_blocks(content)
+    return _marked_last(blocks) if blocks is not None else None
+
+
+def _mark_message(messages: list[dict[str, Any]], index: int) -> bool:
+    """Mark the end of ``messages[index]`` (a copy in its place); whether it took the mark."""
+    marked = _marked_end(messages[index].get("content"))
+    if marked is None:
+        return False
+    messages[index] = {**messages[index], "content": marked}
+    return True
 
 
 def _previous_end(messages: Sequence[dict[str, Any]]) -> int | None:

@@ -29,7 +29,7 @@ from .._core.parts import Part, RefusalPart, TextPart, ThinkingPart
 from .._core.tools import Tool
 from .._formats.notes import with_notes
 from .._formats.openai import to_openai
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 #: The host of OpenAI's own API, whose requests carry only what its API defines.
 _OPENAI_HOST = "api.openai.com"
@@ -113,6 +113,8 @@ class OpenAIBackend(SDKBackend):
     sdk_module = "openai"
     sdk_error = "OpenAIError"
     extra = "openai"
+    sdk_client = "AsyncOpenAI"
+    sdk_call = "chat.completions.create"
 
     def __init__(
         self,
@@ -171,17 +173,6 @@ class OpenAIBackend(SDKBackend):
             request["tools"] = [definition.to_openai() for definition in tools]
         return request
 
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Chat Completions request."""
-        async with sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.chat.completions.create
-            return await create(**sdk_arguments(create, request))
-
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the first choice: reasoning, text, refusal, tool calls and usage."""
         return _parse(response)
@@ -193,20 +184,37 @@ def _parse(response: Any) -> ModelOutputThunk:
         msg = f"OpenAI: the response has no choices: {str(response)[:200]}"
         raise MalformedResponseError(msg)
     message = choices[0].message
+    calls = _calls(message)
+    usage = _usage(response)
+    return ModelOutputThunk(
+        parts=_parts(message, calls), tool_calls=calls, usage=usage, structured=False
+    )
+
+
+def _calls(message: Any) -> list[ToolCall]:
     calls = []
     for call in message.tool_calls or ():
         function = getattr(call, "function", None)
         if function is None:
             continue  # a custom (non-function) tool call: nothing we can replay
         calls.append(ToolCall(call.id, function.name, function.arguments or "{}"))
-    usage = None
-    if response.usage is not None:
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens or 0,
-            completion_tokens=response.usage.completion_tokens or 0,
-            total_tokens=response.usage.total_tokens or 0,
-            cache_read_tokens=cached_tokens(getattr(response.usage, "prompt_tokens_details", None)),
-        )
+    return calls
+
+
+def _usage(response: Any) -> Usage | None:
+    usage = response.usage
+    if usage is None:
+        return None
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        total_tokens=usage.total_tokens or 0,
+        cache_read_tokens=cached_tokens(getattr(usage, "prompt_tokens_details", None)),
+    )
+
+
+def _parts(message: Any, calls: list[ToolCall]) -> list[Part]:
+    """The answer's parts: a server's reasoning, the text (or the empty answer), a refusal."""
     parts: list[Part] = []
     for key in ("reasoning_content", "reasoning"):
         reasoning = getattr(message, key, None)
@@ -222,7 +230,7 @@ def _parse(response: Any) -> ModelOutputThunk:
         parts.append(TextPart(""))  # an empty answer: "" is what can be sent back
     if isinstance(refusal, str):
         parts.append(RefusalPart(refusal))
-    return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, structured=False)
+    return parts
 
 
 def cached_tokens(details: Any) -> int | None:

@@ -25,7 +25,7 @@ from .._core.exceptions import InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
 from .openai import OpenAIBackend, cached_tokens, openai_credentials
-from .sdk import SDKBackend, sdk_arguments
+from .sdk import SDKBackend
 
 __all__ = ["OpenAIResponsesBackend"]
 
@@ -75,6 +75,8 @@ class OpenAIResponsesBackend(SDKBackend):
     sdk_module = "openai"
     sdk_error = "OpenAIError"
     extra = "openai"
+    sdk_client = "AsyncOpenAI"
+    sdk_call = "responses.create"
 
     def __init__(
         self,
@@ -127,17 +129,6 @@ class OpenAIResponsesBackend(SDKBackend):
             request["tools"] = [_tool(definition) for definition in tools]
         return request
 
-    async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Make one Responses request."""
-        async with sdk.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.base_url,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
-        ) as client:
-            create = client.responses.create
-            return await create(**sdk_arguments(create, request))
-
     def parse(self, response: Any) -> ModelOutputThunk:
         """Return the output items as one model step: reasoning, text, calls, usage."""
         return _parse(response)
@@ -159,12 +150,11 @@ def _parse(response: Any) -> ModelOutputThunk:
     if any(not isinstance(step, ModelOutputThunk) for step in steps):
         msg = f"OpenAI Responses: the output holds items that are not model output: {items!r:.200}"
         raise MalformedResponseError(msg)
-    usage = None
-    raw = getattr(response, "usage", None)
-    if raw is not None:
-        prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
-        cached = cached_tokens(getattr(raw, "input_tokens_details", None))
-        usage = Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)
+    return _one_step(steps, _usage(response))
+
+
+def _one_step(steps: list[Any], usage: Usage | None) -> ModelOutputThunk:
+    """The output's model steps as one, with the response's ``usage``."""
     if len(steps) == 1:
         only = steps[0]
         return ModelOutputThunk(
@@ -179,3 +169,12 @@ def _parse(response: Any) -> ModelOutputThunk:
     calls = [call for step in steps for call in step.tool_calls]
     extra = next((step.extra for step in steps if step.extra), None)
     return ModelOutputThunk(parts=parts, tool_calls=calls, usage=usage, extra=extra)
+
+
+def _usage(response: Any) -> Usage | None:
+    raw = getattr(response, "usage", None)
+    if raw is None:
+        return None
+    prompt, completion = raw.input_tokens or 0, raw.output_tokens or 0
+    cached = cached_tokens(getattr(raw, "input_tokens_details", None))
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=cached)

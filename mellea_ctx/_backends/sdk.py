@@ -14,6 +14,7 @@ import abc
 import functools
 import importlib
 import inspect
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -69,6 +70,9 @@ class SDKBackend(abc.ABC):
     sdk_error: ClassVar[str]
     #: The extra that installs the SDK.
     extra: ClassVar[str]
+    #: The SDK's async client class, and the path from a client to the call :meth:`send` makes.
+    sdk_client: ClassVar[str]
+    sdk_call: ClassVar[str]
 
     def __init__(
         self,
@@ -187,9 +191,22 @@ class SDKBackend(abc.ABC):
             InvalidComponentError: For what cannot be written (not a component...).
         """
 
-    @abc.abstractmethod
     async def send(self, sdk: Any, request: dict[str, Any]) -> Any:
-        """Send ``request`` with a client opened (and closed) for it; return the raw response."""
+        """Send ``request`` with a client opened (and closed) for it; return the raw response.
+
+        The client is ``sdk_client`` and the call ``sdk_call`` (the request's
+        fields the call does not take are left out, see :func:`sdk_arguments`).
+        A new client per call serves any event loop, the blocking bridge's
+        short-lived ones included.
+        """
+        async with getattr(sdk, self.sdk_client)(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+        ) as client:
+            create = operator.attrgetter(self.sdk_call)(client)
+            return await create(**sdk_arguments(create, request))
 
     @abc.abstractmethod
     def parse(self, response: Any) -> ModelOutputThunk:

@@ -6,6 +6,7 @@ import warnings
 from typing import Any, Final, Literal
 
 import click
+from rich.console import Console
 
 from .._backends.extractive import ExtractiveBackend
 from .._compaction.records import CompactionRecord, CompactionWarning
@@ -13,13 +14,15 @@ from .._compaction.summarize import LLMSummarizeCompactor
 from .._compaction.token_budget import TokenBudgetCompactor
 from .._compaction.window import WindowCompactor
 from .._core.boundaries import prefix_end, thinking_loop_start
+from .._core.components import Component
+from .._core.context import ChatContext
 from .._core.exceptions import EmptySummaryError, InvalidArgumentError, MelleaCtxError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
 from .._formats.anthropic.write import turns as anthropic_turns
 from .._formats.problems import problems
-from .._formats.transcripts import transcript_document
-from .changes import compare, parse_output
+from .._formats.transcripts import Transcript, transcript_document
+from .changes import Changes, compare, parse_output
 from .conversation_io import (
     build,
     load,
@@ -31,9 +34,10 @@ from .conversation_io import (
 )
 from .options import (
     BOUNDARIES,
-    CONTEXT,
+    FILE,
     PINS,
     choice_option,
+    command,
     count_option,
     format_option,
     tokens_option,
@@ -209,13 +213,8 @@ Examples:
 """
 
 
-@click.command(
-    "compact",
-    help=_COMPACT_HELP,
-    short_help="Compact a conversation: window, token budget or summary.",
-    context_settings=CONTEXT,
-)
-@click.argument("file", required=False, metavar="[FILE]")
+@command("compact", _COMPACT_HELP, "Compact a conversation: window, token budget or summary.")
+@FILE
 @count_option(
     "-w",
     "--window",
@@ -280,14 +279,7 @@ def compact(
     output: str | None,
 ) -> None:
     strategy = _strategy(window, budget, summarize)
-    if keep_recent is not None and strategy != "budget":
-        raise click.UsageError("--keep-recent goes with --budget")
-    if summary_tokens is not None and strategy == "window":
-        raise click.UsageError("--summary-tokens goes with --budget or --summarize")
-    if backend != "offline" and strategy == "window":
-        raise click.UsageError("--backend is for --budget and --summarize; --window calls no model")
-    if budget is not None and keep_recent is not None and keep_recent > budget:
-        raise click.UsageError(f"--keep-recent {keep_recent} is above --budget {budget}")
+    _check_together(strategy, budget, keep_recent, summary_tokens, backend)
     report = stderr()
     summarizer = _backend(backend, model, base_url)
     transcript, source = load(file, fmt, note=stderr())
@@ -304,42 +296,13 @@ def compact(
         "summary_tokens": summary_tokens,
     }
     compactor = _compactor(strategy, options, PINS[pin], summarizer, records)
-    reason: str | None = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", CompactionWarning)
-            if strategy == "window":
-                compacted = compactor.compact(ctx)
-            else:
-                with progress(stderr(), f"Summarizing with {summarizer!r}"):
-                    compacted = compactor.compact(ctx)
-    except EmptySummaryError as exc:
-        if backend != "offline":
-            raise Failure(f"the summary failed, nothing was written: {exc}") from exc
-        # The offline summarizer keeps whole sentences; a span of short lines has none.
-        compacted, records = ctx, []
-        reason = (
-            "nothing to summarize: the offline summarizer keeps whole sentences, and what "
-            "it would replace has none worth keeping (the conversation is small)"
-        )
-    except MelleaCtxError as exc:
-        raise Failure(f"the summary failed, nothing was written: {exc}") from exc
-    skipped = records[-1] if records and records[-1].outcome == "skipped" else None
-    if reason is None and skipped is not None and compacted is ctx:
-        reason = f"nothing to summarize: {skipped.reason}"  # a newcomer's small file, say
+    offline = backend == "offline"
+    compacted, reason = _run(compactor, ctx, strategy, summarizer, records, offline=offline)
     kept = compacted.as_list()
     if strategy == "window":
-        turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))
-        body = kept[prefix_end(kept, PINS[pin]) :]
-        options["kept_units"] = len({turn.get(id(c), -1) for c in body} - {-1})
+        options["kept_units"] = _kept_units(transcript, kept[prefix_end(kept, PINS[pin]) :])
         options["unit"] = window_unit(transcript.format) or "message"
-    broken = [p for p in problems(kept, "openai") if p.rule == "tool_calls"]
-    if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
-        msg = (
-            f"internal error: the compacted conversation breaks the tool-call rules "
-            f"({broken[0]}); nothing was written. Please report this."
-        )
-        raise Failure(msg)
+    _require_pairs(kept)
     lost: list[str] = []
     data = transcript_document(kept, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
@@ -361,6 +324,12 @@ def compact(
             reason=reason or _widened(ctx, compacted, options, PINS[pin]),
         )
     )
+    _tell(report, changes, output, lost)
+    _warn_size(report, compacted, budget if strategy == "budget" else None)
+
+
+def _tell(report: Console, changes: Changes, output: str | None, lost: list[str]) -> None:
+    """Say where the result went, and what its format could not carry."""
     where = output if output is not None and output != "-" else "stdout"
     report.print(
         f"wrote {changes.plural(len(changes.after))} to {where}", soft_wrap=True, highlight=False
@@ -368,7 +337,91 @@ def compact(
     note = lost_note(lost)
     if note is not None:
         report.print(note, soft_wrap=True, highlight=False, markup=False)
-    if strategy == "budget" and budget is not None and compacted.token_count > budget:
+
+
+def _kept_units(transcript: Transcript, body: list[Component]) -> int:
+    """How many of the file's own units (messages, turns, items) ``body`` keeps of them."""
+    turn = dict(zip(map(id, transcript.components), turn_of(transcript), strict=True))
+    return len({turn.get(id(c), -1) for c in body} - {-1})
+
+
+def _require_pairs(kept: list[Component]) -> None:
+    """Refuse to write a result that breaks the tool-call rules (never expected)."""
+    broken = [p for p in problems(kept, "openai") if p.rule == "tool_calls"]
+    if broken:  # pragma: no cover - every compactor keeps tool pairs (a property test)
+        msg = (
+            f"internal error: the compacted conversation breaks the tool-call rules "
+            f"({broken[0]}); nothing was written. Please report this."
+        )
+        raise Failure(msg)
+
+
+def _check_together(
+    strategy: str,
+    budget: int | None,
+    keep_recent: int | None,
+    summary_tokens: int | None,
+    backend: str,
+) -> None:
+    """Refuse options that do not go with the strategy chosen (a usage error)."""
+    if keep_recent is not None and strategy != "budget":
+        raise click.UsageError("--keep-recent goes with --budget")
+    if summary_tokens is not None and strategy == "window":
+        raise click.UsageError("--summary-tokens goes with --budget or --summarize")
+    if backend != "offline" and strategy == "window":
+        raise click.UsageError("--backend is for --budget and --summarize; --window calls no model")
+    if budget is not None and keep_recent is not None and keep_recent > budget:
+        raise click.UsageError(f"--keep-recent {keep_recent} is above --budget {budget}")
+
+
+def _run(
+    compactor: Compactor,
+    ctx: ChatContext,
+    strategy: str,
+    summarizer: Backend,
+    records: list[CompactionRecord],
+    *,
+    offline: bool,
+) -> tuple[ChatContext, str | None]:
+    """Compact ``ctx``: the result, and why nothing was done when the compactor said why.
+
+    When the offline summary came out empty, nothing was applied, and the
+    ``records`` it made are cleared.
+    """
+    compacted, reason = _compacted(compactor, ctx, strategy, summarizer, offline=offline)
+    if reason is not None:
+        records.clear()
+    elif compacted is ctx and records and records[-1].outcome == "skipped":
+        reason = f"nothing to summarize: {records[-1].reason}"  # a newcomer's small file, say
+    return compacted, reason
+
+
+def _compacted(
+    compactor: Compactor, ctx: ChatContext, strategy: str, summarizer: Backend, *, offline: bool
+) -> tuple[ChatContext, str | None]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CompactionWarning)
+            if strategy == "window":
+                return compactor.compact(ctx), None
+            with progress(stderr(), f"Summarizing with {summarizer!r}"):
+                return compactor.compact(ctx), None
+    except EmptySummaryError as exc:
+        if not offline:
+            raise Failure(f"the summary failed, nothing was written: {exc}") from exc
+        # The offline summarizer keeps whole sentences; a span of short lines has none.
+        reason = (
+            "nothing to summarize: the offline summarizer keeps whole sentences, and what "
+            "it would replace has none worth keeping (the conversation is small)"
+        )
+        return ctx, reason
+    except MelleaCtxError as exc:
+        raise Failure(f"the summary failed, nothing was written: {exc}") from exc
+
+
+def _warn_size(report: Console, compacted: ChatContext, budget: int | None) -> None:
+    """Warn when the result is over ``--budget`` (with that strategy) or any common window."""
+    if budget is not None and compacted.token_count > budget:
         report.print(
             f"warning: the result is {compacted.token_count:,} tokens, over --budget "
             f"{budget:,}: what is kept verbatim (the pinned prefix and the recent part, "

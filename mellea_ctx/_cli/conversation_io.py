@@ -24,7 +24,7 @@ from .._core.exceptions import InvalidContextError
 from .._formats.call_rules import Provider
 from .._formats.files import atomic_write
 from .._formats.problems import Problem, problems
-from .._formats.transcripts import Transcript, parse_any, read_any, wire_of
+from .._formats.transcripts import Transcript, TranscriptFormat, parse_any, read_any, wire_of
 from .options import FORMATS
 from .terminal import PROG, InputError
 
@@ -51,31 +51,9 @@ def load(
     wanted = FORMATS[fmt] if fmt else None
     try:
         if file is None:
-            if _piped():
-                msg = (
-                    "input is piped in but no FILE is given; pass '-' to read stdin "
-                    f"(with no FILE, {_SAMPLE_NAME} is read)"
-                )
-                raise InputError(msg)
-            text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
-            transcript = parse_any(text, _SAMPLE_NAME, wanted, ".json")
-            if note is not None:
-                count = len(transcript.components)
-                note.print(
-                    f"{PROG}: no FILE given; reading {_SAMPLE_NAME} "
-                    f"(tau-bench airline, {count:,} messages)",
-                    soft_wrap=True,
-                )
-            return transcript, _SAMPLE_NAME
+            return _sample(wanted, note), _SAMPLE_NAME
         if file == "-":
-            buffer = getattr(sys.stdin, "buffer", None)
-            data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
-            try:
-                text = data.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                msg = f"<stdin>: byte {exc.start} is not UTF-8 ({exc.reason})"
-                raise InputError(msg) from exc
-            return parse_any(text, "<stdin>", wanted, ""), "<stdin>"
+            return parse_any(_stdin_text(), "<stdin>", wanted, ""), "<stdin>"
         try:
             return read_any(file, wanted), file
         except OSError as exc:
@@ -89,6 +67,37 @@ def load(
                 "JSON reader accepts (4300); shorten it or write it as a string"
             )
         raise InputError(message) from exc
+
+
+def _sample(wanted: TranscriptFormat | None, note: Console | None) -> Transcript:
+    """The sample conversation, read when no FILE is given (unless input is piped in)."""
+    if _piped():
+        msg = (
+            "input is piped in but no FILE is given; pass '-' to read stdin "
+            f"(with no FILE, {_SAMPLE_NAME} is read)"
+        )
+        raise InputError(msg)
+    text = resources.files("mellea_ctx").joinpath(_SAMPLE).read_text(encoding="utf-8")
+    transcript = parse_any(text, _SAMPLE_NAME, wanted, ".json")
+    if note is not None:
+        count = len(transcript.components)
+        note.print(
+            f"{PROG}: no FILE given; reading {_SAMPLE_NAME} "
+            f"(tau-bench airline, {count:,} messages)",
+            soft_wrap=True,
+        )
+    return transcript
+
+
+def _stdin_text() -> str:
+    """Standard input as text (UTF-8, a byte-order mark allowed)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+    try:
+        return str(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        msg = f"<stdin>: byte {exc.start} is not UTF-8 ({exc.reason})"
+        raise InputError(msg) from exc
 
 
 def _piped() -> bool:

@@ -33,7 +33,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, InlineCompactor
 from .conversation_io import load, write
-from .options import CONTEXT, PINS, choice_option, format_option, tokens_option
+from .options import FILE, PINS, choice_option, command, format_option, tokens_option
 from .terminal import InputError, stdout
 
 __all__ = ["Bill", "cost", "replay"]
@@ -269,13 +269,8 @@ Examples:
 """
 
 
-@click.command(
-    "cost",
-    help=_COST_HELP,
-    short_help="What each compaction policy would bill for a transcript.",
-    context_settings=CONTEXT,
-)
-@click.argument("file", required=False, metavar="[FILE]")
+@command("cost", _COST_HELP, "What each compaction policy would bill for a transcript.")
+@FILE
 @click.option("--model", metavar="NAME", help="Price in dollars for this model (genai-prices).")
 @tokens_option("--max-tokens", help="The hard limit [default: half the transcript's tokens].")
 @tokens_option("--target", help="Where the fixed policies aim [default: half of --max-tokens].")

@@ -33,7 +33,7 @@ from .._core.context import ChatContext
 from .._core.pins import pin_system_and_initial_user
 from .._core.tokens import count_memoized
 from .conversation_io import write
-from .options import CONTEXT, tokens_option
+from .options import command, tokens_option
 from .terminal import InputError, progress, stderr, stdout
 
 __all__ = ["DemoRun", "chart", "demo", "plot_png", "simulate", "summary_table"]
@@ -174,22 +174,11 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
     text = Text()
     for row in range(height - 1, -1, -1):
         floor = top * row / height
-        mark = ""
-        if row == budget_row:
-            mark = f"{run.budget:,}"
-        elif row == height - 1:
-            mark = f"{int(top):,}"
-        elif row == 0:
-            mark = "0"
+        mark = _row_mark(row, height, budget_row, run.budget, top)
         text.append(mark.rjust(label) + " ┤", style="dim")
         for value, flag in zip(values, flags, strict=True):
             fill = (value - floor) / (top / height)
-            if fill <= 0:
-                char = "╌" if row == budget_row else " "
-                text.append(char, style="red" if char != " " else "")
-                continue
-            char = _BLOCKS[min(8, max(1, round(fill * 8)))]
-            text.append(char, style="yellow" if flag else "cyan")
+            text.append(*_cell(fill, on_budget=row == budget_row, compacted=flag))
         text.append("\n")
     axis = " " * label + " └" + "─" * len(values)
     text.append(axis + "\n", style="dim")
@@ -197,18 +186,37 @@ def chart(run: DemoRun, *, width: int = 100, height: int = 12) -> RenderableType
     signs = "".join(_COMPACTED if flag else " " for flag in flags).rstrip()
     if signs:
         text.append(" " * (label + 2) + signs + "\n", style="yellow")
-    last = f"step {n}"
-    if len(values) >= len(last) + 8:
-        ticks = " " * (label + 2) + "step 1".ljust(len(values) - len(last)) + last
-    else:
-        ticks = " " * (label + 2) + f"steps 1-{n}"
-    text.append(ticks, style="dim")
+    text.append(" " * (label + 2) + _ticks(n, len(values)), style="dim")
     title = Text(
         f"context tokens after each model step (budget {run.budget:,}, red dashes; "
         f"yellow, {_COMPACTED} below: a compaction ran)",
         style="bold",
     )
     return Group(title, text)
+
+
+def _ticks(steps: int, columns: int) -> str:
+    """The step axis under ``columns`` columns: its two ends, or the range when too narrow."""
+    last = f"step {steps}"
+    if columns >= len(last) + 8:
+        return "step 1".ljust(columns - len(last)) + last
+    return f"steps 1-{steps}"
+
+
+def _row_mark(row: int, height: int, budget_row: int, budget: int, top: float) -> str:
+    """The axis label of a chart row: the budget, the top, zero, or none."""
+    if row == budget_row:
+        return f"{budget:,}"
+    if row == height - 1:
+        return f"{int(top):,}"
+    return "0" if row == 0 else ""
+
+
+def _cell(fill: float, *, on_budget: bool, compacted: bool) -> tuple[str, str]:
+    """One chart cell and its style: a block filled ``fill`` of a row (``<= 0``: empty)."""
+    if fill <= 0:
+        return ("╌", "red") if on_budget else (" ", "")
+    return _BLOCKS[min(8, max(1, round(fill * 8)))], "yellow" if compacted else "cyan"
 
 
 def summary_table(run: DemoRun) -> RenderableType:
@@ -280,12 +288,7 @@ Examples:
 """
 
 
-@click.command(
-    "demo",
-    help=_DEMO_HELP,
-    short_help="A simulated agent session compacting inline, charted.",
-    context_settings=CONTEXT,
-)
+@command("demo", _DEMO_HELP, "A simulated agent session compacting inline, charted.")
 @click.option(
     "--turns",
     type=click.IntRange(1, 2_000),

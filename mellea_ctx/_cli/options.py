@@ -14,9 +14,11 @@ from .._formats.transcripts import TranscriptFormat
 __all__ = [
     "BOUNDARIES",
     "CONTEXT",
+    "FILE",
     "FORMATS",
     "PINS",
     "choice_option",
+    "command",
     "count_option",
     "format_option",
     "tokens_option",
@@ -44,6 +46,14 @@ CONTEXT: Final[dict[str, Any]] = {
     "help_option_names": ["-h", "--help"],
     "max_content_width": 100,
 }
+
+#: The conversation file a command reads: standard input when it is left out or ``-``.
+FILE: Final = click.argument("file", required=False, metavar="[FILE]")
+
+
+def command(name: str, help: str, short_help: str) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand: ``help`` in full for ``NAME -h``, ``short_help`` in the list of commands."""
+    return click.command(name, help=help, short_help=short_help, context_settings=CONTEXT)
 
 
 def _tokens(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -89,11 +89,7 @@ def compact_report(
     the output compared with the input, in the file's own unit. ``reason``,
     when given, is the note (why nothing was done, or why a window widened).
     """
-    before, after = ctx.as_list(), compacted.as_list()
-    kept = {id(component) for component in after}
-    removed = [component for component in before if id(component) not in kept]
-    original = {id(component) for component in before}
-    added = [component for component in after if id(component) not in original]
+    before = ctx.as_list()
     title = Text(f"mellea-ctx compact: {_setting(strategy, options)}", style="bold")
     figures = Table()
     figures.add_column("")
@@ -107,38 +103,11 @@ def compact_report(
     details = Table.grid(padding=(0, 2))
     details.add_column(style="bold")
     details.add_column()
-    counter = ctx.counter
-    if changes.removed:
-        tokens = sum(count_memoized(counter, component) for component in removed)
-        details.add_row(
-            "removed",
-            f"{changes.plural(len(changes.removed))} ({changes.roles(changes.removed)}), "
-            f"{tokens:,} tokens",
-        )
-    else:
-        details.add_row("removed", "nothing")
-    if changes.added:
-        if added and len(added) == len(changes.added):
-            details.add_row(
-                "added", f"{len(added):,} checkpoint (a summary, sent as a user message)"
-            )
-        else:
-            details.add_row("added", changes.plural(len(changes.added)))
-    if changes.changed:
-        shown = ", ".join(changes.label(i) for i, _ in changes.changed[:6])
-        more = "" if len(changes.changed) <= 6 else f", and {len(changes.changed) - 6} more"
-        details.add_row(
-            "changed",
-            f"{changes.plural(len(changes.changed))} differ from the input: {shown}{more}",
-        )
-    if record is not None and record.outcome == "applied":
-        details.add_row(
-            "details preserved",
-            f"{len(record.facts_checked):,} exact details (paths, ids, numbers, commands) "
-            f"checked; {len(record.facts_carried):,} the summary lost, carried over verbatim",
-        )
-    elif strategy == "window" and not changes.changed:
-        details.add_row("details preserved", f"kept {unit} are unchanged; nothing is summarized")
+    for label, text in _change_rows(ctx, compacted, changes):
+        details.add_row(label, text)
+    preserved = _preserved(record, strategy, changes)
+    if preserved:
+        details.add_row("details preserved", preserved)
     pairs = "intact" if any(c.tool_calls for c in before) else "no tool calls"
     details.add_row("tool pairs", pairs)
     note = reason or _note(ctx, compacted, strategy, options, pin, record)
@@ -147,6 +116,53 @@ def compact_report(
     if note:
         details.add_row("note", note)
     return Group(title, figures, details)
+
+
+def _preserved(record: CompactionRecord | None, strategy: str, changes: Changes) -> str:
+    """The "details preserved" row: what a summary kept exactly, or that a window kept all."""
+    if record is not None and record.outcome == "applied":
+        return (
+            f"{len(record.facts_checked):,} exact details (paths, ids, numbers, commands) "
+            f"checked; {len(record.facts_carried):,} the summary lost, carried over verbatim"
+        )
+    if strategy == "window" and not changes.changed:
+        return f"kept {changes.unit}s are unchanged; nothing is summarized"
+    return ""
+
+
+def _missing(components: Sequence[Component], other: Sequence[Component]) -> list[Component]:
+    """The components (by identity) of ``components`` that are not in ``other``."""
+    present = {id(component) for component in other}
+    return [component for component in components if id(component) not in present]
+
+
+def _change_rows(
+    ctx: ChatContext, compacted: ChatContext, changes: Changes
+) -> Iterator[tuple[str, str]]:
+    """The report's removed / added / changed rows, in the file's own unit."""
+    before, after = ctx.as_list(), compacted.as_list()
+    removed, added = _missing(before, after), _missing(after, before)
+    if changes.removed:
+        tokens = sum(count_memoized(ctx.counter, component) for component in removed)
+        yield (
+            "removed",
+            f"{changes.plural(len(changes.removed))} ({changes.roles(changes.removed)}), "
+            f"{tokens:,} tokens",
+        )
+    else:
+        yield "removed", "nothing"
+    if changes.added:
+        if added and len(added) == len(changes.added):
+            yield "added", f"{len(added):,} checkpoint (a summary, sent as a user message)"
+        else:
+            yield "added", changes.plural(len(changes.added))
+    if changes.changed:
+        shown = ", ".join(changes.label(i) for i, _ in changes.changed[:6])
+        more = "" if len(changes.changed) <= 6 else f", and {len(changes.changed) - 6} more"
+        yield (
+            "changed",
+            f"{changes.plural(len(changes.changed))} differ from the input: {shown}{more}",
+        )
 
 
 def lost_note(lost: Sequence[str]) -> str | None:
@@ -242,7 +258,18 @@ def stats_report(
     plural = _plural(count, unit)
     read = "" if count == len(items) else f" ({_plural(len(items), 'message')} as read)"
     head = Text(f"{source} ({title(fmt)})\n{plural}{read}, {total:,} tokens ({_encoding(ctx)})")
+    names: dict[str, str] = {}  # call id -> tool name, filled by the tools table
+    return Group(
+        head,
+        _roles_table(items, sizes, total),
+        _tools_table(counter, items, sizes, names),
+        _largest_table(items, sizes, names, locations, top),
+        _validity_table(problems),
+        _cuts_table(spans, sizes, total, locations, turns, turn_unit),
+    )
 
+
+def _roles_table(items: Sequence[Component], sizes: Sequence[int], total: int) -> Table:
     roles = Table(title="tokens by role", title_justify="left")
     for name, justify in (("role", "left"), ("messages", "right"), ("tokens", "right")):
         roles.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -255,8 +282,16 @@ def stats_report(
     for role, (count, tokens) in sorted(by_role.items(), key=lambda kv: -kv[1][1]):
         share = f"{tokens / total:.0%}" if total else "-"
         roles.add_row(role, f"{count:,}", f"{tokens:,}", share)
+    return roles
 
-    names: dict[str, str] = {}
+
+def _tools_table(
+    counter: TokenCounter,
+    items: Sequence[Component],
+    sizes: Sequence[int],
+    names: dict[str, str],
+) -> Table:
+    """The tokens by tool; fills ``names`` (call id -> tool name) for the tables after it."""
     tools: dict[str, list[int]] = {}  # name -> [calls, call tokens, results, result tokens]
     for component, size in zip(items, sizes, strict=True):
         for call_id, (name, tokens) in _call_tokens(counter, component).items():
@@ -281,7 +316,16 @@ def stats_report(
         )
     if not tools:
         by_tool.add_row("(no tool calls)", "0", "0", "0", "0")
+    return by_tool
 
+
+def _largest_table(
+    items: Sequence[Component],
+    sizes: Sequence[int],
+    names: dict[str, str],
+    locations: Sequence[str],
+    top: int,
+) -> Table:
     shown_top = min(top, len(items))
     largest = Table(title=f"largest {_plural(shown_top, 'message')}", title_justify="left")
     largest.add_column("where", no_wrap=True, min_width=10)
@@ -291,13 +335,16 @@ def stats_report(
     order = sorted(range(len(items)), key=lambda i: (-sizes[i], i))[:top]
     for index in order:
         component = items[index]
-        role = component.role
+        role: str = component.role
         if component.tool_call_id is not None:
             role = f"tool ({names.get(component.tool_call_id, '?')})"
         elif component.tool_calls:
             role = f"{role} (calls {', '.join(c.name for c in component.tool_calls)})"
         largest.add_row(locations[index], role, f"{sizes[index]:,}", _preview(component.content))
+    return largest
 
+
+def _validity_table(problems: dict[str, list[tuple[str, str]]]) -> Table:
     validity = Table(title="tool calls and results", title_justify="left")
     validity.add_column("provider")
     validity.add_column("status")
@@ -309,7 +356,17 @@ def stats_report(
         where, text = found[0]
         status = f"{len(found):,} problem{'' if len(found) == 1 else 's'}"
         validity.add_row(provider, status, f"{where}: {text}")
+    return validity
 
+
+def _cuts_table(
+    spans: Sequence[tuple[str, str, tuple[int, int, str]]],
+    sizes: Sequence[int],
+    total: int,
+    locations: Sequence[str],
+    turns: Sequence[int] | None,
+    turn_unit: str,
+) -> Table:
     cuts = Table(title="where each strategy would cut", title_justify="left")
     for name, justify in (
         ("strategy", "left"),
@@ -332,4 +389,4 @@ def stats_report(
         text = f"{verb} {amount} ({span_tokens:,} tokens): {where}"
         kept = f"{total - span_tokens:,}" + ("" if strategy == "window" else " + summary")
         cuts.add_row(strategy, setting, text, kept)
-    return Group(head, roles, by_tool, largest, validity, cuts)
+    return cuts

@@ -26,9 +26,10 @@ from .conversation_io import (
 )
 from .options import (
     BOUNDARIES,
-    CONTEXT,
+    FILE,
     PINS,
     choice_option,
+    command,
     count_option,
     format_option,
     tokens_option,
@@ -53,13 +54,8 @@ Examples:
 """
 
 
-@click.command(
-    "stats",
-    help=_STATS_HELP,
-    short_help="Tokens by role and tool, validity, where each strategy cuts.",
-    context_settings=CONTEXT,
-)
-@click.argument("file", required=False, metavar="[FILE]")
+@command("stats", _STATS_HELP, "Tokens by role and tool, validity, where each strategy cuts.")
+@FILE
 @count_option("-w", "--window", default=10, help="The window strategy's size.")
 @tokens_option("--budget", help="The budget strategy's trigger [default: half the tokens].")
 @count_option("--keep", default=6, help="Messages the summarize strategy keeps verbatim.")

@@ -6,10 +6,10 @@ import click
 
 from .._formats.call_rules import Provider, repair_changes
 from .._formats.registry import PROVIDERS
-from .._formats.transcripts import transcript_document, wire_of
-from .changes import compare, parse_output, unit_of
+from .._formats.transcripts import Transcript, transcript_document, wire_of
+from .changes import Changes, compare, parse_output, unit_of
 from .conversation_io import file_problems, load, located, to_stdout, write
-from .options import CONTEXT, format_option
+from .options import command, format_option
 from .report import lost_note, problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
 
@@ -43,11 +43,8 @@ Examples:
 """
 
 
-@click.command(
-    "validate",
-    help=_VALIDATE_HELP,
-    short_help="Check tool calls against OpenAI or Anthropic rules; --repair.",
-    context_settings=CONTEXT,
+@command(
+    "validate", _VALIDATE_HELP, "Check tool calls against OpenAI or Anthropic rules; --repair."
 )
 @click.argument("file", metavar="FILE")
 @click.option(
@@ -80,10 +77,7 @@ def validate(
     data = transcript_document(repaired, transcript.format, transcript.envelope, lost=lost)
     write(data, output)
     diff = compare(transcript.raw, parse_output(data, transcript.format), transcript.format)
-    rows = [(transcript.locations[index], text) for index, text in changes]
-    if not changes and not diff.equal:  # the writer alone changed something: say what
-        rows = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
-        rows += [(diff.label(i), "left out of the output") for i in diff.removed]
+    rows = _change_rows(transcript, changes, diff)
     report.print(
         problems_table(
             source,
@@ -98,3 +92,13 @@ def validate(
     note = lost_note(lost)
     if note is not None:
         report.print(note, soft_wrap=True, highlight=False, markup=False)
+
+
+def _change_rows(
+    transcript: Transcript, changes: list[tuple[int, str]], diff: Changes
+) -> list[tuple[str, str]]:
+    """What a repair changed, by place; when the writer alone changed something, that."""
+    if changes or diff.equal:
+        return [(transcript.locations[index], text) for index, text in changes]
+    rows = [(diff.label(i), "differs from the input as written") for i, _ in diff.changed]
+    return rows + [(diff.label(i), "left out of the output") for i in diff.removed]

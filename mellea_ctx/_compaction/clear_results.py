@@ -28,7 +28,7 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import InlineCompactor
 from .._core.tokens import count_memoized
-from .records import CompactionRecord, Outcome, RecordHook, emit_record, wants_records
+from .records import Outcome, RecordHook, emit_record, record_between, wants_records
 from .window import validate_pin
 
 if TYPE_CHECKING:
@@ -240,17 +240,7 @@ def _record(
 ) -> None:
     if not wants_records(hook):
         return
-    record = CompactionRecord(
-        strategy=strategy,
-        outcome=outcome,
-        reason=reason,
-        components_before=len(before),
-        components_after=len(after),
-        tokens_before=before.token_count,
-        tokens_after=after.token_count,
-        removed=removed,
-    )
-    emit_record(record, hook)
+    emit_record(record_between(strategy, outcome, before, after, reason, removed=removed), hook)
 
 
 def _not_worth(saved: int, minimum: int) -> str:

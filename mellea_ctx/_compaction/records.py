@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
@@ -24,12 +24,16 @@ from .._core.facts import Fact
 from .._core.ledger import LedgerEntry
 from .planner import pending_decision
 
+if TYPE_CHECKING:
+    from .._core.context import ChatContext
+
 __all__ = [
     "CompactionRecord",
     "CompactionWarning",
     "Outcome",
     "RecordHook",
     "emit_record",
+    "record_between",
     "record_sink",
     "wants_records",
 ]
@@ -102,6 +106,32 @@ class CompactionRecord:
     predicted_saving: float | None = None
     break_even_steps: float | None = None
     forced: bool | None = None
+
+
+def record_between(
+    strategy: str,
+    outcome: Outcome,
+    before: ChatContext,
+    after: ChatContext,
+    reason: str = "",
+    *,
+    removed: int = 0,
+    over_target: bool = False,
+    tier: int | None = None,
+) -> CompactionRecord:
+    """A record of ``before`` becoming ``after``, their sizes filled in from the two contexts."""
+    return CompactionRecord(
+        strategy=strategy,
+        outcome=outcome,
+        reason=reason,
+        components_before=len(before),
+        components_after=len(after),
+        tokens_before=before.token_count,
+        tokens_after=after.token_count,
+        removed=removed,
+        over_target=over_target,
+        tier=tier,
+    )
 
 
 #: A callback that receives each record.

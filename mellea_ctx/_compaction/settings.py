@@ -20,7 +20,7 @@ from .continuation import Request, validate_request
 from .prompts import DEFAULT_PROMPT_TEMPLATE, validate_prompt_template
 from .records import RecordHook
 
-__all__ = ["Settings", "make_settings", "validate_settings"]
+__all__ = ["Settings", "validate_settings"]
 
 
 def validate_settings(owner: str, settings: Settings) -> None:
@@ -36,14 +36,27 @@ def validate_settings(owner: str, settings: Settings) -> None:
         require_bool(owner, flag, getattr(settings, flag))
 
 
-@attrs.define(frozen=True, slots=True)
+def _template(template: str | None) -> str:
+    return DEFAULT_PROMPT_TEMPLATE if template is None else validate_prompt_template(template)
+
+
+def _options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(options or {})
+
+
+@attrs.define(frozen=True, slots=True, kw_only=True)
 class Settings:
-    """What both summarizing compactors are configured with."""
+    """What both summarizing compactors are configured with.
+
+    Built from their keywords as given: ``prompt_template=None`` is the
+    default template (another one is checked), ``model_options=None`` none;
+    :func:`validate_settings` checks the rest for the compactor that owns it.
+    """
 
     default_backend: Backend | None
     pin_predicate: PinPredicate
-    prompt_template: str
-    model_options: Mapping[str, Any]
+    prompt_template: str = attrs.field(converter=_template)
+    model_options: Mapping[str, Any] = attrs.field(converter=_options)
     timeout: float
     retries: int
     strict: bool
@@ -51,36 +64,3 @@ class Settings:
     keep_replaced: bool
     on_record: RecordHook | None
     request: Request = "quoted"
-
-
-def make_settings(
-    default_backend: Backend | None,
-    pin_predicate: PinPredicate,
-    prompt_template: str | None,
-    model_options: Mapping[str, Any] | None,
-    timeout: float,
-    retries: int,
-    strict: bool,
-    preserve_facts: bool,
-    keep_replaced: bool,
-    on_record: RecordHook | None,
-    request: Request = "quoted",
-) -> Settings:
-    template = (
-        DEFAULT_PROMPT_TEMPLATE
-        if prompt_template is None
-        else validate_prompt_template(prompt_template)
-    )
-    return Settings(
-        default_backend=default_backend,
-        pin_predicate=pin_predicate,
-        prompt_template=template,
-        model_options=dict(model_options or {}),
-        timeout=timeout,
-        retries=retries,
-        strict=strict,
-        preserve_facts=preserve_facts,
-        keep_replaced=keep_replaced,
-        on_record=on_record,
-        request=request,
-    )

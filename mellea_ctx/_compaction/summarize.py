@@ -35,7 +35,7 @@ from .continuation import Request
 from .effort import with_reasoning_effort
 from .engine import Engine
 from .records import RecordHook
-from .settings import make_settings, validate_settings
+from .settings import Settings, validate_settings
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -131,18 +131,20 @@ class LLMSummarizeCompactor:
         require_int("LLMSummarizeCompactor", "keep_n", keep_n, fix=fix)
         self.keep_n = keep_n
         self.backoff_adds = validate_backoff("LLMSummarizeCompactor", backoff_adds)
-        self.settings = make_settings(
-            default_backend,
-            pin_predicate,
-            prompt_template,
-            with_reasoning_effort("LLMSummarizeCompactor", model_options, reasoning_effort),
-            timeout,
-            retries,
-            strict,
-            preserve_facts,
-            keep_replaced,
-            on_record,
-            request,
+        self.settings = Settings(
+            default_backend=default_backend,
+            pin_predicate=pin_predicate,
+            prompt_template=prompt_template,
+            model_options=with_reasoning_effort(
+                "LLMSummarizeCompactor", model_options, reasoning_effort
+            ),
+            timeout=timeout,
+            retries=retries,
+            strict=strict,
+            preserve_facts=preserve_facts,
+            keep_replaced=keep_replaced,
+            on_record=on_record,
+            request=request,
         )
         validate_settings("LLMSummarizeCompactor", self.settings)
         self._engine = Engine("LLMSummarizeCompactor", self.settings)

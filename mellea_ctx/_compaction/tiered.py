@@ -14,7 +14,7 @@ One :class:`~mellea_ctx.CompactionRecord` says which tier's result was kept
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING
 
 from .._core.checks import require_callable, require_int, require_method
@@ -28,7 +28,7 @@ from .._core.protocols import (
 )
 from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
-from .records import CompactionRecord, RecordHook, emit_record
+from .records import Outcome, RecordHook, emit_record, record_between
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -161,17 +161,18 @@ class TieredCompactor(InlineCompactor):
         """
         if not (force or self.due(ctx)):
             return ctx
-        current, kept = ctx, None
+        steps = self._steps(ctx, force)
         with outside_inline():
-            for index, tier in enumerate(self.tiers):
-                result = compact_with(
-                    tier, current, backend=backend, force=True, instructions=instructions
-                )
-                if result is not current:
-                    current, kept = result, index
-                if self._reached(current, kept, force):
-                    break
-        return self._settle(ctx, current, kept)
+            try:
+                tier, current = next(steps)
+                while True:
+                    result = compact_with(
+                        tier, current, backend=backend, force=True, instructions=instructions
+                    )
+                    tier, current = steps.send(result)
+            except StopIteration as done:
+                settled: ChatContext = done.value
+        return settled
 
     async def acompact(
         self,
@@ -184,11 +185,29 @@ class TieredCompactor(InlineCompactor):
         """Async form of :meth:`compact`: awaits each tier's ``acompact`` when it has one."""
         if not (force or self.due(ctx)):
             return ctx
+        steps = self._steps(ctx, force)
+        try:
+            tier, current = next(steps)
+            while True:
+                result = await acompact_with(
+                    tier, current, backend=backend, force=True, instructions=instructions
+                )
+                tier, current = steps.send(result)
+        except StopIteration as done:
+            settled: ChatContext = done.value
+        return settled
+
+    def _steps(
+        self, ctx: ChatContext, force: bool
+    ) -> Generator[tuple[Compactor, ChatContext], ChatContext, ChatContext]:
+        """The tier loop of both forms: yields ``(tier, context)`` to compact, gets the result.
+
+        ``compact`` and ``acompact`` differ only in how they run a tier (a
+        call, or an await); what to run next and when to stop is decided here.
+        """
         current, kept = ctx, None
         for index, tier in enumerate(self.tiers):
-            result = await acompact_with(
-                tier, current, backend=backend, force=True, instructions=instructions
-            )
+            result = yield tier, current
             if result is not current:
                 current, kept = result, index
             if self._reached(current, kept, force):
@@ -201,6 +220,7 @@ class TieredCompactor(InlineCompactor):
 
     def _settle(self, ctx: ChatContext, result: ChatContext, kept: int | None) -> ChatContext:
         over = self.size(result) > self.target_tokens
+        outcome: Outcome
         if kept is None:
             outcome, reason = "skipped", "no tier could make the context smaller"
         else:
@@ -213,20 +233,16 @@ class TieredCompactor(InlineCompactor):
             )
         if ctx.compactor is not None and result.compactor is not ctx.compactor:
             result = result.with_compactor(ctx.compactor)
-        emit_record(
-            CompactionRecord(
-                strategy="TieredCompactor",
-                outcome=outcome,  # type: ignore[arg-type]
-                reason=reason,
-                components_before=len(ctx),
-                components_after=len(result),
-                tokens_before=ctx.token_count,
-                tokens_after=result.token_count,
-                over_target=over,
-                tier=kept,
-            ),
-            self.on_record,
+        record = record_between(
+            "TieredCompactor",
+            outcome,
+            ctx,
+            result,
+            reason,
+            over_target=over,
+            tier=kept,
         )
+        emit_record(record, self.on_record)
         return result
 
     def __repr__(self) -> str:

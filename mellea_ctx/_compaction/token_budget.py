@@ -27,7 +27,7 @@ from .continuation import Request
 from .effort import with_reasoning_effort
 from .engine import Engine
 from .records import RecordHook
-from .settings import make_settings, validate_settings
+from .settings import Settings, validate_settings
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
@@ -162,18 +162,18 @@ class TokenBudgetCompactor(InlineCompactor):
         self.target_tokens = target
         self.keep_recent_tokens = keep
         self.summary_tokens = reserve
-        self.settings = make_settings(
-            default_backend,
-            pin_predicate,
-            prompt_template,
-            options,
-            timeout,
-            retries,
-            strict,
-            preserve_facts,
-            keep_replaced,
-            on_record,
-            request,
+        self.settings = Settings(
+            default_backend=default_backend,
+            pin_predicate=pin_predicate,
+            prompt_template=prompt_template,
+            model_options=options,
+            timeout=timeout,
+            retries=retries,
+            strict=strict,
+            preserve_facts=preserve_facts,
+            keep_replaced=keep_replaced,
+            on_record=on_record,
+            request=request,
         )
         validate_settings(owner, self.settings)
         self._engine = Engine(owner, self.settings)

@@ -252,12 +252,11 @@ class ThresholdCompactor(InlineCompactor):
         """
         if not (force or self.due(ctx)):
             return ctx
-        inner = self.inner
-        force = force or self.planner is not None  # the planner is the gate: inner runs
-        result = compact_with(inner, ctx, backend=backend, force=force, instructions=instructions)
-        if result is not ctx and not result.compaction_backoff and self.due(result):
-            return result.with_backoff(inline_backoff(_adds_of(inner)))
-        return result
+        forced = force or self.planner is not None  # the planner is the gate: inner runs
+        result = compact_with(
+            self.inner, ctx, backend=backend, force=forced, instructions=instructions
+        )
+        return self._held(ctx, result)
 
     async def acompact(
         self,
@@ -270,7 +269,19 @@ class ThresholdCompactor(InlineCompactor):
         """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
         if not (force or self.due(ctx)):
             return ctx
-        force = force or self.planner is not None  # the planner is the gate: inner runs
-        return await acompact_with(
-            self.inner, ctx, backend=backend, force=force, instructions=instructions
+        forced = force or self.planner is not None  # the planner is the gate: inner runs
+        result = await acompact_with(
+            self.inner, ctx, backend=backend, force=forced, instructions=instructions
         )
+        return self._held(ctx, result)
+
+    def _held(self, ctx: ChatContext, result: ChatContext) -> ChatContext:
+        """``result``, holding the gate while it is still over (only riding inline).
+
+        What both forms do after ``inner`` ran: outside ``ChatContext.add``
+        (every ``acompact``, a call of your own) there is no backoff to start.
+        """
+        adds = inline_backoff(_adds_of(self.inner))
+        if adds and result is not ctx and not result.compaction_backoff and self.due(result):
+            return result.with_backoff(adds)
+        return result

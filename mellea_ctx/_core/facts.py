@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import attrs
 
@@ -61,20 +61,8 @@ FactKind = Literal[
     "url",
 ]
 
-# The order kinds take turns in when the budget is filled.
-_KIND_ORDER: tuple[FactKind, ...] = (
-    "detail",
-    "constraint",
-    "decision",
-    "commit",
-    "result",
-    "error",
-    "path",
-    "command",
-    "id",
-    "quantity",
-    "url",
-)
+# The order kinds take turns in when the budget is filled: the order FactKind names them in.
+_KIND_ORDER: tuple[FactKind, ...] = get_args(FactKind)
 # The deepest directory holding this share of the files the agent named in its
 # tool calls is the project root; paths under it are kept relative to it.
 _ROOT_SHARE = 0.75
@@ -167,14 +155,7 @@ def extract_facts(
         for kind, text, weight in candidates(component):
             if kind == "path" and weight >= 3:
                 called_paths.append(text)
-            rank = _KIND_ORDER.index(kind)
-            entry = scores.get(text)
-            if entry is None:
-                scores[text] = [rank, weight, index]
-            else:
-                entry[0] = min(entry[0], rank)
-                entry[1] += weight
-                entry[2] = index
+            _add_score(scores, text, _KIND_ORDER.index(kind), weight, index)
     root = _project_root(called_paths)
     if root is not None:
         scores = _rebase(scores, root + "/")
@@ -241,14 +222,19 @@ def _rebase(scores: dict[str, list[int]], root: str) -> dict[str, list[int]]:
     for text, (rank, score, last) in scores.items():
         if text.startswith(root) and len(text) > len(root):
             text = text[len(root) :]
-        entry = rebased.get(text)
-        if entry is None:
-            rebased[text] = [rank, score, last]
-        else:
-            entry[0] = min(entry[0], rank)
-            entry[1] += score
-            entry[2] = max(entry[2], last)
+        _add_score(rebased, text, rank, score, last)
     return rebased
+
+
+def _add_score(scores: dict[str, list[int]], text: str, rank: int, weight: int, last: int) -> None:
+    """Count ``text`` once more: its best kind's rank, its summed weight, where it was last."""
+    entry = scores.get(text)
+    if entry is None:
+        scores[text] = [rank, weight, last]
+    else:
+        entry[0] = min(entry[0], rank)
+        entry[1] += weight
+        entry[2] = max(entry[2], last)
 
 
 def _fill(by_kind: dict[int, list[str]], limit: int, max_chars: int) -> list[Fact]:

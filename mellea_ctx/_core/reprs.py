@@ -9,6 +9,8 @@ clear error with an internal one, so every message goes through here.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["short_repr"]
 
 
@@ -53,30 +55,53 @@ def field_repr(instance: object) -> str:
     for field in attrs.fields(cls):  # type: ignore[arg-type]
         value = getattr(instance, field.name)
         name = field.alias or field.name
-        if field.name == "parts" and name == "content":
-            plain = not value or (len(value) == 1 and type(value[0]).__name__ == "TextPart")
-            if plain and not (value and value[0].extra):
-                shown.append(f"content={value[0].text!r}" if value else "content=None")
-                continue
-        if field.name == "parts" and name != "content":  # a model output: implied by value?
-            text = getattr(instance, "value", None)
-            if not value and not text:
-                continue
-            only = value[0] if len(value) == 1 else None
-            plain = only is not None and type(only).__name__ == "TextPart" and not only.extra
-            if plain and only is not None and only.text == text:
-                continue
-        if field.name == "structured":
-            parts = getattr(instance, "parts", ())
-            implied = not (not parts or (len(parts) == 1 and type(parts[0]).__name__ == "TextPart"))
-            if value == implied:
-                continue
-        elif field.name == "arguments":
-            pass  # always shown: the call reads better with it
-        elif field.default is not attrs.NOTHING and not hasattr(field.default, "factory"):
-            if value == field.default and (field.kw_only or field.name == "extra"):
-                continue
-        elif field.name == "extra" and not value:
-            continue
-        shown.append(f"{name}={value!r}")
+        text = _special(instance, field.name, name, value)
+        if text is None:  # no rule of its own: left out at its default
+            text = "" if _at_default(field, value) else f"{name}={value!r}"
+        if text:
+            shown.append(text)
     return f"{cls.__name__}({', '.join(shown)})"
+
+
+def _one_text(parts: Any) -> bool:
+    """Whether ``parts`` is one text part (by the class name: this module imports no part)."""
+    return len(parts) == 1 and type(parts[0]).__name__ == "TextPart"
+
+
+def _special(instance: object, field: str, name: str, value: Any) -> str | None:
+    """How a field with a rule of its own shows: text, ``""`` (left out), ``None`` (no rule)."""
+    if field == "parts":
+        return _content(value) if name == "content" else _output_parts(instance, value)
+    if field == "structured":  # left out when the parts imply it
+        parts = getattr(instance, "parts", ())
+        return "" if value == (bool(parts) and not _one_text(parts)) else f"{name}={value!r}"
+    if field == "arguments":
+        return f"{name}={value!r}"  # always shown: the call reads better with it
+    return None
+
+
+def _content(parts: Any) -> str | None:
+    """A message's parts: ``content='...'`` when they are one plain text (or none)."""
+    if not parts:
+        return "content=None"
+    if _one_text(parts) and not parts[0].extra:
+        return f"content={parts[0].text!r}"
+    return None
+
+
+def _output_parts(instance: object, parts: Any) -> str | None:
+    """A model output's parts: left out when its ``value`` implies them."""
+    text = getattr(instance, "value", None)
+    if not parts and not text:
+        return ""
+    plain = _one_text(parts) and not parts[0].extra and parts[0].text == text
+    return "" if plain else None
+
+
+def _at_default(field: Any, value: Any) -> bool:
+    """Whether a field is left out: a keyword (or ``extra``) at its plain default, or no extra."""
+    import attrs
+
+    if field.default is not attrs.NOTHING and not hasattr(field.default, "factory"):
+        return bool(value == field.default and (field.kw_only or field.name == "extra"))
+    return field.name == "extra" and not value

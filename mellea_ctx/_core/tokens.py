@@ -210,19 +210,23 @@ class TiktokenCounter:
 
     def count(self, component: Component) -> int:
         """Return the tokens ``component`` costs, framing included (not memoized)."""
+        return self._framed(component, encoded_length)
+
+    def _framed(self, component: Component, size: Callable[[str], int]) -> int:
+        """``component``'s framing plus the ``size`` of each of its texts (count and bound)."""
         # Each role name is a single o200k_base token.
         total = self.per_message + 1
         text = component.content
         if text:
-            total += encoded_length(text)
+            total += size(text)
         name = component.name
         if name:
-            total += self.per_name + encoded_length(name)
+            total += self.per_name + size(name)
         for call in component.tool_calls:
-            total += self.per_tool_call + encoded_length(call.name) + encoded_length(call.arguments)
+            total += self.per_tool_call + size(call.name) + size(call.arguments)
         parts = component.parts
         if len(parts) > 1 or (parts and type(parts[0]) is not TextPart):
-            total += self._parts(parts, encoded_length)
+            total += self._parts(parts, size)
         return total
 
     def _parts(self, parts: tuple[Part, ...], size: Callable[[str], int]) -> int:
@@ -267,16 +271,7 @@ class TiktokenCounter:
             >>> TiktokenCounter().count(m) <= TiktokenCounter().bound(m)
             True
         """
-        total = self.per_message + 1 + _utf8_length(component.content)
-        name = component.name
-        if name:
-            total += self.per_name + _utf8_length(name)
-        for call in component.tool_calls:
-            total += self.per_tool_call + _utf8_length(call.name) + _utf8_length(call.arguments)
-        parts = component.parts
-        if len(parts) > 1 or (parts and type(parts[0]) is not TextPart):
-            total += self._parts(parts, _utf8_length)
-        return total
+        return self._framed(component, _utf8_length)
 
 
 def _data_tokens(data: str | None) -> int:

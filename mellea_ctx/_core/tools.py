@@ -35,36 +35,43 @@ class ToolArgumentError(InvalidArgumentError):
     """The model called a tool with arguments that do not fit its schema."""
 
 
+#: The JSON schema types of the scalar hints.
+_SCALARS: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
 def _json_type(hint: Any) -> dict[str, Any]:
     """Return the JSON schema for one type hint."""
     if hint is inspect.Parameter.empty or hint is Any:
         return {}
     origin = get_origin(hint)
     if origin is Union or origin is types.UnionType:
-        members = [arg for arg in get_args(hint) if arg is not type(None)]
-        if len(members) == 1:
-            return _json_type(members[0])
-        return {"anyOf": [_json_type(member) for member in members]}
+        return _union(hint)
     if origin is Literal:
-        values = list(get_args(hint))
-        return {"enum": values}
+        return {"enum": list(get_args(hint))}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return {"enum": [member.value for member in hint]}
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if hint is str:
-        return {"type": "string"}
+    if isinstance(hint, type) and hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
     if origin in (list, tuple, set, frozenset, Sequence) or hint in (list, tuple, set):
-        args = get_args(hint)
-        items = _json_type(args[0]) if args and args[0] is not Ellipsis else {}
-        return {"type": "array", "items": items} if items else {"type": "array"}
+        return _array(hint)
     if origin in (dict, Mapping) or hint is dict:
         return {"type": "object"}
     return {}
+
+
+def _union(hint: Any) -> dict[str, Any]:
+    """``X | None`` is ``X``'s schema (the argument is optional); more members, ``anyOf``."""
+    members = [arg for arg in get_args(hint) if arg is not type(None)]
+    if len(members) == 1:
+        return _json_type(members[0])
+    return {"anyOf": [_json_type(member) for member in members]}
+
+
+def _array(hint: Any) -> dict[str, Any]:
+    """An array, with its items' schema when the hint names one."""
+    args = get_args(hint)
+    items = _json_type(args[0]) if args and args[0] is not Ellipsis else {}
+    return {"type": "array", "items": items} if items else {"type": "array"}
 
 
 def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

@@ -1,8 +1,8 @@
 """What every framework adapter shares: compact components that stand for the framework's objects.
 
 An adapter converts the framework's messages into components, one list of
-``(component, original)`` pairs, and asks :func:`compact_pairs` (or
-:func:`acompact_pairs`) for the compacted history. What comes back is, for each
+``(component, original)`` pairs, and asks a :class:`PairCompaction` to run (or
+``arun``) for the compacted history. What comes back is, for each
 component the compactor kept, the framework's *own* original object (the very
 same object), and for each component the compactor wrote (a checkpoint, a
 cleared tool result) whatever ``build`` makes of it. So a compaction changes
@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+import attrs
 
 from mellea_ctx import (
     Backend,
@@ -33,7 +35,7 @@ from mellea_ctx import (
 from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
 from mellea_ctx._core.tools import Tool
 
-__all__ = ["acompact_pairs", "compact_pairs", "context_of", "definitions_tokens", "overhead"]
+__all__ = ["PairCompaction", "context_of", "definitions_tokens", "overhead"]
 
 T = TypeVar("T")
 
@@ -108,21 +110,14 @@ def _without_prefix(
     return repaired[len(prefix) :]
 
 
-def compact_pairs(
-    pairs: Sequence[tuple[Component, T]],
-    compactor: Compactor,
-    build: Callable[[Component], T],
-    *,
-    backend: Backend | None = None,
-    counter: TokenCounter | None = None,
-    prefix: Sequence[Component] = (),
-    tools_tokens: int = 0,
-    repair: Provider | None = None,
-) -> list[T] | None:
-    """Compact the components of ``pairs``; ``None`` when the compactor changed nothing.
+@attrs.frozen
+class PairCompaction(Generic[T]):
+    """How an adapter compacts ``(component, original)`` pairs: a compactor and its setting.
 
-    Args:
-        pairs: Each component with the framework object it stands for.
+    :meth:`run` and :meth:`arun` differ only in how they call the compactor
+    (``compact_with``, or an awaited ``acompact_with``).
+
+    Attributes:
         compactor: Any of our compactors.
         build: Makes a framework object for a component the compactor wrote.
         backend: The backend a summarizing compactor calls.
@@ -135,33 +130,39 @@ def compact_pairs(
         repair: A provider whose rules a compacted history is repaired to
             (:func:`~mellea_ctx.repair_history`: orphan tool results dropped),
             for a framework that sends our output unchecked.
-
-    Returns:
-        The compacted history as framework objects, or ``None`` for no change.
     """
-    ctx = context_of(_with_prefix(pairs, prefix), counter)
-    with overhead(tools_tokens):
-        compacted = compact_with(compactor, ctx, backend=backend)
-    if compacted is ctx:
-        return None
-    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)
 
+    compactor: Compactor
+    build: Callable[[Component], T]
+    backend: Backend | None = None
+    counter: TokenCounter | None = None
+    prefix: Sequence[Component] = ()
+    tools_tokens: int = 0
+    repair: Provider | None = None
 
-async def acompact_pairs(
-    pairs: Sequence[tuple[Component, T]],
-    compactor: Compactor,
-    build: Callable[[Component], T],
-    *,
-    backend: Backend | None = None,
-    counter: TokenCounter | None = None,
-    prefix: Sequence[Component] = (),
-    tools_tokens: int = 0,
-    repair: Provider | None = None,
-) -> list[T] | None:
-    """Async form of :func:`compact_pairs`: awaits ``compactor.acompact`` when it has one."""
-    ctx = context_of(_with_prefix(pairs, prefix), counter)
-    with overhead(tools_tokens):
-        compacted = await acompact_with(compactor, ctx, backend=backend)
-    if compacted is ctx:
-        return None
-    return _map_back(_without_prefix(compacted, prefix, repair), pairs, build)
+    def run(self, pairs: Sequence[tuple[Component, T]]) -> list[T] | None:
+        """Compact the components of ``pairs``; ``None`` when the compactor changed nothing.
+
+        Each ``(component, original)`` pair is a component with the framework
+        object it stands for; what comes back is the compacted history as
+        framework objects (the originals of the components kept).
+        """
+        ctx = context_of(_with_prefix(pairs, self.prefix), self.counter)
+        with overhead(self.tools_tokens):
+            compacted = compact_with(self.compactor, ctx, backend=self.backend)
+        return self._back(ctx, compacted, pairs)
+
+    async def arun(self, pairs: Sequence[tuple[Component, T]]) -> list[T] | None:
+        """Async form of :meth:`run`: awaits ``compactor.acompact`` when it has one."""
+        ctx = context_of(_with_prefix(pairs, self.prefix), self.counter)
+        with overhead(self.tools_tokens):
+            compacted = await acompact_with(self.compactor, ctx, backend=self.backend)
+        return self._back(ctx, compacted, pairs)
+
+    def _back(
+        self, ctx: ChatContext, compacted: ChatContext, pairs: Sequence[tuple[Component, T]]
+    ) -> list[T] | None:
+        if compacted is ctx:
+            return None
+        kept = _without_prefix(compacted, self.prefix, self.repair)
+        return _map_back(kept, pairs, self.build)

@@ -70,7 +70,7 @@ from mellea_ctx._core import parts
 from mellea_ctx._core.checks import require_int, require_method
 from mellea_ctx._core.tools import Tool
 
-from ._runner import acompact_pairs, compact_pairs, definitions_tokens
+from ._runner import PairCompaction, definitions_tokens
 
 __all__ = [
     "ChatModelBackend",
@@ -103,27 +103,61 @@ def _block_part(block: object) -> parts.Part:
     if not isinstance(block, dict):
         return parts.OpaquePart("langchain", {"value": block})
     kind = block.get("type")
-    rest = {k: v for k, v in block.items() if k not in ("type", "text", "thinking", "signature")}
-    if kind == "text" and isinstance(block.get("text"), str):
-        return parts.TextPart(block["text"], extra=rest)
-    if kind == "thinking" and isinstance(block.get("thinking"), str):
-        signature = block.get("signature")
-        if signature is None or isinstance(signature, str):
-            return parts.ThinkingPart(
-                block["thinking"], signature=signature, provider="anthropic", extra=rest
-            )
-    if kind == "reasoning" and isinstance(block.get("reasoning"), str):
-        keep = {k: v for k, v in block.items() if k not in ("type", "reasoning")}
-        return parts.ThinkingPart(block["reasoning"], provider="langchain", extra=keep)
-    if kind == "image_url" and isinstance(block.get("image_url"), dict):
-        # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
-        # summarizer sees the image (and its URL) as it sees any ImagePart.
-        try:
-            (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
-        except (InvalidArgumentError, InvalidContextError, ValueError):
-            return parts.OpaquePart("langchain", block)
-        return part
-    return parts.OpaquePart("langchain", block)
+    read = _BLOCK_READERS.get(kind) if isinstance(kind, str) else None
+    part = read(block) if read is not None else None
+    return parts.OpaquePart("langchain", block) if part is None else part
+
+
+def _rest(block: dict[str, Any], *known: str) -> dict[str, Any]:
+    """The keys of ``block`` a part keeps as its ``extra``: all but ``type`` and ``known``."""
+    return {k: v for k, v in block.items() if k != "type" and k not in known}
+
+
+def _text_block(block: dict[str, Any]) -> parts.Part | None:
+    if not isinstance(block.get("text"), str):
+        return None
+    return parts.TextPart(block["text"], extra=_rest(block, "text", "thinking", "signature"))
+
+
+def _thinking_block(block: dict[str, Any]) -> parts.Part | None:
+    signature = block.get("signature")
+    if not isinstance(block.get("thinking"), str) or not (
+        signature is None or isinstance(signature, str)
+    ):
+        return None
+    extra = _rest(block, "text", "thinking", "signature")
+    return parts.ThinkingPart(
+        block["thinking"], signature=signature, provider="anthropic", extra=extra
+    )
+
+
+def _reasoning_block(block: dict[str, Any]) -> parts.Part | None:
+    if not isinstance(block.get("reasoning"), str):
+        return None
+    return parts.ThinkingPart(
+        block["reasoning"], provider="langchain", extra=_rest(block, "reasoning")
+    )
+
+
+def _image_block(block: dict[str, Any]) -> parts.Part | None:
+    if not isinstance(block.get("image_url"), dict):
+        return None
+    # OpenAI's block, as LangChain carries it: read by the OpenAI reader, so the
+    # summarizer sees the image (and its URL) as it sees any ImagePart.
+    try:
+        (part,) = from_openai([{"role": "user", "content": [block]}])[0].parts
+    except (InvalidArgumentError, InvalidContextError, ValueError):
+        return None
+    return part
+
+
+#: The readers of the LangChain blocks we model, by ``type``; any other block is opaque.
+_BLOCK_READERS: dict[str, Callable[[dict[str, Any]], parts.Part | None]] = {
+    "text": _text_block,
+    "thinking": _thinking_block,
+    "reasoning": _reasoning_block,
+    "image_url": _image_block,
+}
 
 
 def _block_of(part: parts.Part) -> object:
@@ -459,14 +493,10 @@ def compact_messages(
         >>> [m.content for m in compact_messages(history, WindowCompactor(size=1))]
         ['c']
     """
-    out = compact_pairs(
-        _pairs(messages),
-        compactor,
-        _to_one,
-        backend=backend,
-        counter=token_counter(counter),
-        repair="openai",
+    compaction = PairCompaction(
+        compactor, _to_one, backend=backend, counter=token_counter(counter), repair="openai"
     )
+    out = compaction.run(_pairs(messages))
     return list(messages) if out is None else out
 
 
@@ -693,25 +723,15 @@ class CompactionMiddleware(AgentMiddleware):
 
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Compact ``state["messages"]``; ``None`` (no update) when nothing changes."""
-        pairs = _pairs(state["messages"])
-        return self._update(
-            compact_pairs(
-                pairs,
-                self.compactor,
-                _to_one,
-                backend=self.backend,
-                counter=self.counter,
-                prefix=self.prefix,
-                tools_tokens=self.tools_tokens,
-                repair="openai",
-            )
-        )
+        return self._update(self._compaction().run(_pairs(state["messages"])))
 
     async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Async form of :meth:`before_model` (awaits ``acompact``)."""
-        pairs = _pairs(state["messages"])
-        out = await acompact_pairs(
-            pairs,
+        return self._update(await self._compaction().arun(_pairs(state["messages"])))
+
+    def _compaction(self) -> PairCompaction[Any]:
+        """Both hooks' compaction, from the middleware's settings as they are now."""
+        return PairCompaction(
             self.compactor,
             _to_one,
             backend=self.backend,
@@ -720,4 +740,3 @@ class CompactionMiddleware(AgentMiddleware):
             tools_tokens=self.tools_tokens,
             repair="openai",
         )
-        return self._update(out)

@@ -45,7 +45,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._core.checks import require_method
 
-from ._runner import acompact_pairs, definitions_tokens
+from ._runner import PairCompaction, definitions_tokens
 
 __all__ = ["CompactingSession", "ModelBackend", "input_filter"]
 
@@ -99,8 +99,7 @@ async def _compact(
     prefix: Sequence[Component] = (),
     tools_tokens: int = 0,
 ) -> list[Item]:
-    groups = await acompact_pairs(
-        item_groups(items),
+    compaction = PairCompaction(
         compactor,
         _build,
         backend=backend,
@@ -108,6 +107,7 @@ async def _compact(
         prefix=prefix,
         tools_tokens=tools_tokens,
     )
+    groups = await compaction.arun(item_groups(items))
     if groups is None:
         return items
     return [item for group in groups for item in group]

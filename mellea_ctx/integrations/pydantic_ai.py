@@ -420,10 +420,13 @@ def history_processor(
     def finish(
         messages: list[pai.ModelMessage],
         ctx: RunContext[Any] | None,
+        body: Any,
         compacted: Any,
         origins: dict[int, Origin],
         tail: list[Component],
     ) -> list[pai.ModelMessage]:
+        if compacted is body:
+            return messages
         kept = [*compacted.as_list(), *tail]
         kept_indices = {origins[id(c)][0] for c in kept if id(c) in origins}
         run_id = getattr(ctx, "run_id", None)
@@ -439,9 +442,7 @@ def history_processor(
         body, origins, tail, extra = prepared
         with overhead(extra):
             compacted = compact_with(compactor, body, backend=backend)
-        if compacted is body:
-            return messages
-        return finish(messages, ctx, compacted, origins, tail)
+        return finish(messages, ctx, body, compacted, origins, tail)
 
     async def async_processor(
         ctx: RunContext[Any], messages: list[pai.ModelMessage]
@@ -452,8 +453,6 @@ def history_processor(
         body, origins, tail, extra = prepared
         with overhead(extra):
             compacted = await acompact_with(compactor, body, backend=backend)
-        if compacted is body:
-            return messages
-        return finish(messages, ctx, compacted, origins, tail)
+        return finish(messages, ctx, body, compacted, origins, tail)
 
     return sync_processor if mode == "sync" else async_processor
