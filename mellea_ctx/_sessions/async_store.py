@@ -19,6 +19,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from .._core.checks import require_bool
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from .memory import MemoryStore
@@ -104,8 +105,9 @@ class AsyncStoreAdapter:
                 "or RedisStore(url)"
             )
             raise InvalidArgumentError(msg)
+        require_bool("AsyncStoreAdapter", "inline", inline)
         self._store = store
-        self._inline = bool(inline)
+        self._inline = inline
 
     @property
     def store(self) -> SessionStore:

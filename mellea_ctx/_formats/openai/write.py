@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from ..._core import parts as pt
+from ..._core.checks import require_bool
 from ..._core.components import Component, ToolCall
 from ..._core.exceptions import InvalidComponentError
 from ..notes import carried_keys, note, report_losses, writable
@@ -294,12 +295,15 @@ def to_openai(
         InvalidComponentError: For an item that is not a ``Component``, or one
             whose ``role`` is ``"tool"`` without a ``tool_call_id`` (or the
             other way round).
+        InvalidArgumentError: For an ``extensions`` that is not True or False.
 
     Examples:
         >>> from mellea_ctx import CBlock, ModelOutputThunk
         >>> to_openai([CBlock("Hi"), ModelOutputThunk("Hello!")])
         [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello!'}]
     """
+    if extensions is not True and extensions is not False:
+        require_bool("to_openai", "extensions", extensions)
     found: list[str] = []
     keys = _Keys(extensions)
     out = [
