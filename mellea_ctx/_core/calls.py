@@ -114,6 +114,8 @@ class Usage:
     def _check(self, *fields: str) -> None:
         for field in fields:
             value = getattr(self, field)
+            if type(value) is int and 0 <= value <= MAX_COUNT:  # the common case, kept fast
+                continue
             fix = "pass the provider's count"
             require_int(
                 "Usage", field, value, maximum=MAX_COUNT, fix=fix, error=InvalidComponentError
