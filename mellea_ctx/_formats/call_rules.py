@@ -177,12 +177,14 @@ def _has_blocks(component: Component) -> bool:
     )
 
 
-def scan_anthropic(items: Sequence[Component]) -> _Plan:
+def scan_anthropic(items: Sequence[Component], *, opener: bool = True) -> _Plan:
     """Messages API: user first, results in the very next user turn, no system after the start.
 
     Consecutive components of one role form one turn, as the API and
     ``to_anthropic`` merge them. The last exchange is *open* (valid without
-    all its results) while only tool results follow it.
+    all its results) while only tool results follow it. ``opener=False`` leaves
+    an opening assistant turn as it is, for a writer that opens with a user
+    turn by itself (``to_gemini``).
     """
     plan = _Plan()
     seen: set[str] = set()
@@ -214,7 +216,7 @@ def scan_anthropic(items: Sequence[Component]) -> _Plan:
             plan.replace[index] = Message("user", component.content)
             role = "user"
         if role == "assistant":
-            if previous is None:
+            if previous is None and opener:
                 problem = "the history starts with an assistant turn; the Messages API wants user"
                 plan.add(index, problem, f"added a user message {_OPENER!r} before it")
                 plan.insert.setdefault(index, []).append(Message("user", _OPENER))

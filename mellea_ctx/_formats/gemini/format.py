@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from ..._core.components import Component
 from ..call_rules import repair_calls, scan_anthropic
@@ -27,8 +28,11 @@ def problems(items: Sequence[Component], label: Callable[[int], str]) -> list[Pr
 
 
 def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
-    """Responses in the next user turn, a user turn first, as for the Messages API."""
-    return repair_calls(items, anthropic_findings, scan_anthropic)
+    """Responses in the next user turn, as for the Messages API.
+
+    An opening model turn is left as it is: ``to_gemini`` writes a user turn before it.
+    """
+    return repair_calls(items, anthropic_findings, partial(scan_anthropic, opener=False))
 
 
 FORMAT = WireFormat(
