@@ -620,6 +620,24 @@ class TestSubprocess:
         assert 11 == len(compacted)
         assert b"" == completed.stdout
 
+    def test_readme_command_line_block(self, tmp_path: Path) -> None:
+        """The README's "Command line" lines run, in order, after its set-up command."""
+        readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+        section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+        (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+        lines = [line.split("  #", 1)[0].split() for line in block.splitlines() if line.strip()]
+        for words in [["mellea-ctx", "compact", "--window", "10", "-o", "compacted.json"], *lines]:
+            assert "mellea-ctx" == words[0]
+            completed = subprocess.run(
+                [sys.executable, "-m", "mellea_ctx", *words[1:]],
+                capture_output=True,
+                env=this_checkout(),
+                cwd=tmp_path,
+                timeout=300,
+                check=False,
+            )
+            assert 0 == completed.returncode, (words, completed.stderr[-2000:])
+
     def test_bad_input_in_a_process(self, tmp_path: Path) -> None:
         """A missing file exits with status 2 and one line on stderr."""
         completed = subprocess.run(
