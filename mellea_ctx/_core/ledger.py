@@ -958,104 +958,145 @@ def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Led
     require_bool("derive_ledger", "names", names)
     from .checkpoint import Checkpoint  # here: checkpoint imports this module
 
-    ledger = Ledger()
-    keys = _Keys()
-    calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
-    pending: list[str] = []  # commands in code fences, awaiting an observation
-    fenced_agent = False
-    found: list[LedgerEntry] = []
-    mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
-    reads = _Reads()
-    observed: set[int] = set()  # observations sent as user messages
+    derivation = _Derivation()
     for position, component in enumerate(components):
         if isinstance(component, Checkpoint):
-            ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
-            found, mentions = [], []
-            for entry in component.ledger.entries:
-                if entry.source == "user" and entry.kind not in ("goal", "next_step"):
-                    keys.remember(entry.key, entry.value)
-                    keys.kinds.setdefault(entry.key, entry.kind)
-            continue
-        if component.tool_call_id is not None:
-            name, command = calls.get(component.tool_call_id, (component.name or "tool", None))
-            found += _output_entries(component.content, f"tool {name}", command, component.is_error)
-            _defines(found, component.tool_call_id, component.content, reads)
-            continue
+            derivation.checkpoint(component.ledger)
+        elif component.tool_call_id is not None:
+            derivation.tool_result(component, component.tool_call_id)
+        elif component.role == "user":
+            derivation.user(position, component.content or "")
+        elif component.role not in ("system", "developer"):
+            derivation.agent(component)
+    if names:
+        derivation.found += _names(components, derivation.observed)
+    return _bounded_names(derivation.ledger.merge(_used(derivation.found, derivation.mentions)))
+
+
+class _Derivation:
+    """What :func:`derive_ledger` keeps while it reads the components in order."""
+
+    def __init__(self) -> None:
+        self.ledger = Ledger()  # what earlier checkpoints carried, merged
+        self.keys = _Keys()
+        self.calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
+        self.pending: list[str] = []  # commands in code fences, awaiting an observation
+        self.fenced_agent = False  # the agent sends commands in fences, observations as user
+        self.found: list[LedgerEntry] = []  # entries found since the last checkpoint
+        self.mentions: list[tuple[int, str]] = []  # (entries found before it, agent's text)
+        self.reads = _Reads()
+        self.observed: set[int] = set()  # positions of observations sent as user messages
+
+    def checkpoint(self, carried: Ledger) -> None:
+        """An earlier checkpoint: what was found so far, then its ledger, merged."""
+        self.ledger = self.ledger.merge(_used(self.found, self.mentions)).merge(carried)
+        self.found, self.mentions = [], []
+        for entry in carried.entries:
+            if entry.source == "user" and entry.kind not in ("goal", "next_step"):
+                self.keys.remember(entry.key, entry.value)
+                self.keys.kinds.setdefault(entry.key, entry.kind)
+
+    def tool_result(self, component: Component, call_id: str) -> None:
+        """A tool's output, read with the command of the call it answers."""
+        name, command = self.calls.get(call_id, (component.name or "tool", None))
+        self.found += _output_entries(
+            component.content, f"tool {name}", command, component.is_error
+        )
+        _defines(self.found, call_id, component.content, self.reads)
+
+    def user(self, position: int, text: str) -> None:
+        """A user message: an observation for a fenced agent, else the user's statements."""
+        if self.fenced_agent:
+            # SWE-agent, mini-swe-agent: the observation of the agent's last command.
+            command = self.pending[-1] if self.pending else None
+            self.pending = []
+            self.found += _output_entries(text, "observation", command, False)
+            self.observed.add(position)
+        else:
+            self.found += _user_entries(text, self.keys)
+
+    def agent(self, component: Component) -> None:
+        """The agent: its tool calls, its fenced commands, its findings and next step."""
         text = component.content or ""
-        if component.role == "user":
-            if fenced_agent and pending:
-                # SWE-agent, mini-swe-agent: the observation of the agent's last command.
-                command = pending[-1]
-                pending.clear()
-                found += _output_entries(text, "observation", command, False)
-                observed.add(position)
-                continue
-            if fenced_agent:
-                found += _output_entries(text, "observation", None, False)
-                observed.add(position)
-                continue
-            for kind, statement in _statements(text):
-                key = keys.key(kind, statement)
-                if kind == "fact":  # an update keeps the kind of what it updates
-                    kind = keys.kinds.get(key, kind)
-                keys.kinds.setdefault(key, kind)
-                found.append(LedgerEntry(kind, key, statement, "user"))
-            request = _request(text)
-            if request and not any(True for _ in _statements(request)):
-                found.append(LedgerEntry("goal", "goal", request, "user"))
-            continue
-        if component.role in ("system", "developer"):
-            continue
-        # The agent: its tool calls, its fenced commands, its findings and next step.
-        mentions.append((len(found), text + " ".join(c.arguments for c in component.tool_calls)))
+        arguments = " ".join(c.arguments for c in component.tool_calls)
+        self.mentions.append((len(self.found), text + arguments))
         for call in component.tool_calls:
-            before = len(found)
-            command = _call_entries(call.name, call.arguments, found)
-            calls[call.id] = (call.name, command)
-            for position in range(before, len(found)):  # a file read waits for its output
-                entry = found[position]
-                if entry.kind == "file" and entry.state == "read":
-                    found[position] = attrs.evolve(entry, source=f"{entry.source} {call.id}")
+            self.calls[call.id] = (
+                call.name,
+                _tool_call(call.name, call.arguments, call.id, self.found),
+            )
         fenced = _fenced_commands(text) if not component.tool_calls else []
         if fenced:
-            fenced_agent = True
-            pending = fenced
+            self.fenced_agent = True
+            self.pending = fenced
             for command in fenced:
-                _command_files(command, "assistant", found)
-                words = command.split()
-                target = words[1] if len(words) > 1 else ""
-                # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
-                if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
-                    found.append(
-                        LedgerEntry(
-                            "file",
-                            f"file:{target}",
-                            f"{target} (modified)",
-                            "assistant",
-                            state="modified",
-                        )
-                    )
-        prose = _FENCE.sub(" ", text) if "```" in text else text
-        if not _AGENT_WORDS.search(prose):
-            continue  # no next step and no finding in it: skip the sentence-by-sentence look
-        for sentence in _SENTENCE.split(prose):
-            sentence = " ".join(sentence.split())
-            if not 16 <= len(sentence) <= _MAX_VALUE:
-                continue
-            if _NEXT.search(sentence):
-                found.append(LedgerEntry("next_step", "next_step", sentence, "assistant"))
-            elif _FINDING.search(sentence) and not _PLAN.match(sentence):
-                found.append(
-                    LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
-                )
-    if names:
-        found += _names(components, observed)
-    ledger = ledger.merge(_used(found, mentions))
+                _fenced_entries(command, self.found)
+        self.found += _agent_entries(text)
+
+
+def _user_entries(text: str, keys: _Keys) -> Iterator[LedgerEntry]:
+    """The user's statements in ``text`` (an update keyed as what it updates), else its goal."""
+    for kind, statement in _statements(text):
+        key = keys.key(kind, statement)
+        if kind == "fact":  # an update keeps the kind of what it updates
+            kind = keys.kinds.get(key, kind)
+        keys.kinds.setdefault(key, kind)
+        yield LedgerEntry(kind, key, statement, "user")
+    request = _request(text)
+    if request and not any(True for _ in _statements(request)):
+        yield LedgerEntry("goal", "goal", request, "user")
+
+
+def _tool_call(name: str, arguments: str, call_id: str, found: list[LedgerEntry]) -> str | None:
+    """Add a tool call's entries to ``found``; return its command (``None`` if it runs none).
+
+    A file it reads takes the call's id in its source: the read waits for its output.
+    """
+    before = len(found)
+    command = _call_entries(name, arguments, found)
+    for position in range(before, len(found)):
+        entry = found[position]
+        if entry.kind == "file" and entry.state == "read":
+            found[position] = attrs.evolve(entry, source=f"{entry.source} {call_id}")
+    return command
+
+
+def _fenced_entries(command: str, found: list[LedgerEntry]) -> None:
+    """Add the files a command in a code fence touches to ``found``."""
+    _command_files(command, "assistant", found)
+    words = command.split()
+    target = words[1] if len(words) > 1 else ""
+    # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
+    if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
+        found.append(
+            LedgerEntry(
+                "file", f"file:{target}", f"{target} (modified)", "assistant", state="modified"
+            )
+        )
+
+
+def _agent_entries(text: str) -> Iterator[LedgerEntry]:
+    """The agent's next step and findings, sentence by sentence, outside its code fences."""
+    prose = _FENCE.sub(" ", text) if "```" in text else text
+    if not _AGENT_WORDS.search(prose):
+        return  # no next step and no finding in it: skip the sentence-by-sentence look
+    for sentence in _SENTENCE.split(prose):
+        sentence = " ".join(sentence.split())
+        if not 16 <= len(sentence) <= _MAX_VALUE:
+            continue
+        if _NEXT.search(sentence):
+            yield LedgerEntry("next_step", "next_step", sentence, "assistant")
+        elif _FINDING.search(sentence) and not _PLAN.match(sentence):
+            yield LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
+
+
+def _bounded_names(ledger: Ledger) -> Ledger:
+    """``ledger`` with its newest name entries only: chained compactions keep the index bounded."""
     indexed = [entry for entry in ledger.entries if entry.kind == "name"]
-    if len(indexed) > _NAMES:  # chained compactions keep the index bounded: the newest stay
-        dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
-        ledger = Ledger(entry for entry in ledger.entries if entry.key not in dropped)
-    return ledger
+    if len(indexed) <= _NAMES:
+        return ledger
+    dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
+    return Ledger(entry for entry in ledger.entries if entry.key not in dropped)
 
 
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
