@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, TypeGuard, get_args
 
 import attrs
 
@@ -774,40 +774,56 @@ def _fenced_commands(text: str) -> list[str]:
     return commands
 
 
+def _is_leaf(value: object) -> TypeGuard[str | int | float]:
+    """A JSON leaf that can be state: a string or a number (a boolean is neither here)."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _holds_value(value: str | int | float, text: str) -> bool:
+    """A number, or a short text that holds one (a price, a code); not free prose."""
+    if isinstance(value, (int, float)):
+        return True
+    return any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+
+
+def _members(
+    value: dict[object, object] | list[object], prefix: str
+) -> Iterator[tuple[str, object]]:
+    """The path and value of each member of an object, or of a list's first eight items."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield (f"{prefix}.{name}" if prefix else str(name)), item
+    else:
+        for position, item in enumerate(value[:8]):
+            yield f"{prefix}[{position}]", item
+
+
 def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int = 0) -> None:
     if len(out) >= 40 or depth > 4:
         return
-    if isinstance(value, dict):
-        for name, item in value.items():
-            _flatten(item, f"{prefix}.{name}" if prefix else str(name), out, depth + 1)
-    elif isinstance(value, list):
-        for position, item in enumerate(value[:8]):
-            _flatten(item, f"{prefix}[{position}]", out, depth + 1)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    if isinstance(value, (dict, list)):
+        for path, item in _members(value, prefix):
+            _flatten(item, path, out, depth + 1)
+    elif _is_leaf(value):
         field = prefix.rsplit(".", 1)[-1].split("[", 1)[0]
         text = str(value)
         # A field named for state (an id, a status, a date, an amount, a name), or a
         # value that is a number or holds one (a price, a code); not free prose.
-        valued = isinstance(value, (int, float)) or (
-            any(ch.isdigit() for ch in text) and text.count(" ") <= 3
-        )
-        if (valued or _FIELD.search(field)) and 0 < len(text) <= 60:
+        if 0 < len(text) <= 60 and (_holds_value(value, text) or _FIELD.search(field)):
             out.append((field or prefix, text))
 
 
 def _kept_leaf(field: str, value: object) -> str | None:
     """A JSON leaf's text when it is state worth showing: an id, a number, a status, a date."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    if not _is_leaf(value):
         return None
     text = str(value).strip()
     if not 0 < len(text) <= 60 or "\n" in text:
         return None
     # A field named for state (an id, a status, a date, an amount, a name), a value that
     # is a number or holds one (a price, a code), or one word (a category: "business").
-    valued = isinstance(value, (int, float)) or (
-        any(ch.isdigit() for ch in text) and text.count(" ") <= 3
-    )
-    if valued or _FIELD.search(field) or (" " not in text and len(text) <= 24):
+    one_word = " " not in text and len(text) <= 24
+    if _holds_value(value, text) or _FIELD.search(field) or one_word:
         return text
     return None
 
@@ -827,42 +843,59 @@ def _render_json(value: object, field: str, seen: set[tuple[str, str]], depth: i
     if depth > 4:
         return ""
     if isinstance(value, dict):
-        parts: list[tuple[int, str]] = []  # (rank, text): what a cut should keep, first
-        for name, item in value.items():
-            name = str(name)
-            if isinstance(item, dict):
-                inner = _render_json(item, name, seen, depth + 1)
-                if inner:
-                    parts.append((_nested_rank(item), f"{name}({inner})"))
-            elif isinstance(item, list):
-                inner = _render_json(item, name, seen, depth + 1)
-                if inner:
-                    parts.append((_nested_rank(item), inner))
-            else:
-                text = _kept_leaf(name, item)
-                if text is not None and (name, text) not in seen:
-                    seen.add((name, text))
-                    parts.append((0, f"{name}={text}"))
-        # In the object's order, but what nests under it without an id (a list of names)
-        # after the rest, so a cut takes it first (flights by number, payments by id stay).
-        return ", ".join(text for _, text in sorted(parts, key=lambda part: part[0]))
+        return _render_object(value, seen, depth)
     if isinstance(value, list):
-        items = value[:8]
-        if items and all(isinstance(item, dict) for item in items):
-            columns: list[str] = []
-            for item in items:
-                for name, leaf in item.items():
-                    if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
-                        columns.append(str(name))
-            if not columns:
-                return ""
-            rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
-            more = ", …" if len(value) > len(items) else ""
-            return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
-        texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
-        if texts:
-            return f"{field}=[{', '.join(texts)}{', …' if len(value) > len(items) else ''}]"
+        return _render_list(value, field)
     return ""
+
+
+def _render_object(value: dict[object, object], seen: set[tuple[str, str]], depth: int) -> str:
+    """An object's members shown, those without an id nesting under them last."""
+    members = (_render_member(str(name), item, seen, depth) for name, item in value.items())
+    parts = [part for part in members if part is not None]  # (rank, text)
+    # In the object's order, but what nests under it without an id (a list of names)
+    # after the rest, so a cut takes it first (flights by number, payments by id stay).
+    return ", ".join(text for _, text in sorted(parts, key=lambda part: part[0]))
+
+
+def _render_member(
+    name: str, item: object, seen: set[tuple[str, str]], depth: int
+) -> tuple[int, str] | None:
+    """One member of an object as (rank, text): what a cut should keep ranks first."""
+    if isinstance(item, (dict, list)):
+        inner = _render_json(item, name, seen, depth + 1)
+        if not inner:
+            return None
+        return _nested_rank(item), f"{name}({inner})" if isinstance(item, dict) else inner
+    text = _kept_leaf(name, item)
+    if text is None or (name, text) in seen:
+        return None
+    seen.add((name, text))
+    return 0, f"{name}={text}"
+
+
+def _render_list(value: list[object], field: str) -> str:
+    """A list: its objects as a table, else its leaves as ``field=[a, b]``."""
+    items = value[:8]
+    more = ", …" if len(value) > len(items) else ""
+    objects = [item for item in items if isinstance(item, dict)]
+    if items and len(objects) == len(items):
+        return _render_table(objects, field, more)
+    texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
+    return f"{field}=[{', '.join(texts)}{more}]" if texts else ""
+
+
+def _render_table(items: list[dict[object, object]], field: str, more: str) -> str:
+    """Objects as ``field (a, b): 1 2; 3 4``: a column per field any of them shows."""
+    columns: list[str] = []
+    for item in items:
+        for name, leaf in item.items():
+            if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
+                columns.append(str(name))
+    if not columns:
+        return ""
+    rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
+    return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
 
 
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
