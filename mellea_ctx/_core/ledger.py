@@ -900,30 +900,47 @@ def _render_table(items: list[dict[object, object]], field: str, more: str) -> s
 
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
     """Facts from a JSON tool result: one entry per object, keyed by its id."""
+    objects = _json_objects(text)
+    # One of many objects is a listing (search results); an object alone was looked up.
+    state = "listed" if len(objects) > 1 else ""
+    for item in objects[:20]:
+        entry = _object_fact(item, source, state)
+        if entry is not None:
+            yield entry
+
+
+def _json_objects(text: str) -> list[object]:
+    """A JSON tool result's values: a list's items, or the one value (none if not JSON)."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
-        return
+        return []
     try:
         data = json.loads(stripped)
     except ValueError:
-        return
-    objects = data if isinstance(data, list) else [data]
-    for item in objects[:20]:
-        # An object, or a group of objects (a connection's flights, a row of a join).
-        group = isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
-        if not isinstance(item, dict) and not group:
-            continue
-        fields: list[tuple[str, str]] = []
-        _flatten(item, "", fields)
-        value = _render_json(item, "", set()).removeprefix(" ")
-        if not fields or not value:
-            continue
-        anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
-        if len(value) > _MAX_JSON:
-            value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
-        # One of many objects is a listing (search results); an object alone was looked up.
-        state = "listed" if len(objects) > 1 else ""
-        yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
+        return []
+    return data if isinstance(data, list) else [data]
+
+
+def _object_or_group(item: object) -> bool:
+    """An object, or a group of objects (a connection's flights, a row of a join)."""
+    if isinstance(item, dict):
+        return True
+    return isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
+
+
+def _object_fact(item: object, source: str, state: str) -> LedgerEntry | None:
+    """The fact an object (or a group of objects) states, keyed by its id."""
+    if not _object_or_group(item):
+        return None
+    fields: list[tuple[str, str]] = []
+    _flatten(item, "", fields)
+    value = _render_json(item, "", set()).removeprefix(" ")
+    if not fields or not value:
+        return None
+    anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
+    if len(value) > _MAX_JSON:
+        value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
+    return LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
 
 
 def _output_entries(
@@ -932,43 +949,61 @@ def _output_entries(
     """Entries from a tool's output (or an observation sent as a user message)."""
     yield from _json_facts(text, source)
     origin = f"{source}: {command}" if command else source
-    errors = (
-        [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
-        if _ERROR_WORDS.search(text)
-        else []
-    )
+    errors = _error_lines(text)
     for line in dict.fromkeys(errors[-3:]):
         yield LedgerEntry("error", f"error:{_mask(line)[:120]}", line, source=origin, state="open")
-    tests = [m.group(0).strip() for m in _TEST.finditer(text)] if _TEST_WORDS.search(text) else []
-    failed = False
-    if tests:
-        summary = tests[-1]
-        failed = bool(_FAILING.search(summary))
-        target = command or source
-        yield LedgerEntry(
-            "test",
-            f"test:{target}",
-            summary,
-            source=origin,
-            state="failed" if failed else "passed",
-        )
-    for match in _COMMIT.finditer(text) if "commit " in text or "] " in text else ():
+    test = _test_entry(text, command or source, origin)
+    if test is not None:
+        yield test
+    yield from _commit_entries(text, source)
+    if command is not None:
+        failed = is_error or (test is not None and test.state == "failed") or bool(errors)
+        yield _command_entry(text, command, source, failed)
+
+
+def _error_lines(text: str) -> list[str]:
+    """The error lines an output prints."""
+    if not _ERROR_WORDS.search(text):
+        return []
+    return [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
+
+
+def _test_entry(text: str, target: str, origin: str) -> LedgerEntry | None:
+    """The outcome of a test run, from the last test summary an output prints."""
+    if not _TEST_WORDS.search(text):
+        return None
+    tests = [m.group(0).strip() for m in _TEST.finditer(text)]
+    if not tests:
+        return None
+    summary = tests[-1]
+    state = "failed" if _FAILING.search(summary) else "passed"
+    return LedgerEntry("test", f"test:{target}", summary, source=origin, state=state)
+
+
+def _commit_entries(text: str, source: str) -> Iterator[LedgerEntry]:
+    """The commits an output reports (``git commit``'s ``[main abc1234] subject``, ``git log``)."""
+    if "commit " not in text and "] " not in text:
+        return
+    for match in _COMMIT.finditer(text):
         sha = match.group(1) or match.group(3)
         message = (match.group(2) or "").strip()[:80]  # the subject, however long it runs
         yield LedgerEntry("commit", f"commit:{sha}", f"{sha} {message}".strip(), source=source)
-    if command is not None:
-        exit_code = _EXIT.search(text)
-        if exit_code is not None:
-            code = int(exit_code.group(1))
-            state = "passed" if code == 0 else "failed"
-            outcome = f"exit {code}"
-        elif is_error or failed or errors:
-            state, outcome = "failed", "failed"
-        else:
-            state, outcome = "passed", "ok"
-        yield LedgerEntry(
-            "command", f"command:{command}", f"{command} → {outcome}", source=source, state=state
-        )
+
+
+def _command_entry(text: str, command: str, source: str, failed: bool) -> LedgerEntry:
+    """A command's outcome: its exit code when the output prints one, else whether it failed."""
+    exit_code = _EXIT.search(text)
+    if exit_code is not None:
+        code = int(exit_code.group(1))
+        state = "passed" if code == 0 else "failed"
+        outcome = f"exit {code}"
+    elif failed:
+        state, outcome = "failed", "failed"
+    else:
+        state, outcome = "passed", "ok"
+    return LedgerEntry(
+        "command", f"command:{command}", f"{command} → {outcome}", source=source, state=state
+    )
 
 
 def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Ledger:
