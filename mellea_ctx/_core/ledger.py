@@ -1314,27 +1314,46 @@ def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEn
         component = components[position]
         if component.role in ("system", "developer") or isinstance(component, Checkpoint):
             continue  # a checkpoint's names are in its ledger
-        text = component.content or ""
-        if component.tool_calls:
-            text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
-        if not text:
-            continue
-        written = component.role == "assistant" or (
-            component.role == "user" and component.tool_call_id is None and position not in observed
-        )
-        # In order of appearance (not a set's order: the ledger is deterministic).
-        tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
-        tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
-        tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
-        for token in tokens:
-            entry = stats.setdefault(token, [0, 0, 0, 0])
-            entry[0] += 1
-            entry[3] = position
-            if written:
-                entry[1] = 1
-            if f"`{token}`" in text:
-                entry[2] = 1
-    total = len(components) + 1
+        text = _name_text(component)
+        if text:
+            written = _writes_names(component, position in observed)
+            _count_names(stats, text, position, written)
+    return _name_entries(stats, len(components) + 1)
+
+
+def _name_text(component: Component) -> str:
+    """The text a component's names are read from: its content and its calls' arguments."""
+    text = component.content or ""
+    if component.tool_calls:
+        text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
+    return text
+
+
+def _writes_names(component: Component, observation: bool) -> bool:
+    """Whether the agent or the user wrote the component (not a tool, not an observation)."""
+    if component.role == "assistant":
+        return True
+    return component.role == "user" and component.tool_call_id is None and not observation
+
+
+def _count_names(stats: dict[str, list[int]], text: str, position: int, written: bool) -> None:
+    """Count each name ``text`` writes as code into ``stats``."""
+    # In order of appearance (not a set's order: the ledger is deterministic).
+    tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
+    tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
+    tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
+    for token in tokens:
+        entry = stats.setdefault(token, [0, 0, 0, 0])
+        entry[0] += 1
+        entry[3] = position
+        if written:
+            entry[1] = 1
+        if f"`{token}`" in text:
+            entry[2] = 1
+
+
+def _name_entries(stats: dict[str, list[int]], total: int) -> list[LedgerEntry]:
+    """The most salient names of ``stats`` as entries, in increasing salience."""
 
     def salience(name: str) -> float:
         messages, wrote, quoted, last = stats[name]
