@@ -1435,51 +1435,78 @@ def _command_files(command: str, source: str, found: list[LedgerEntry]) -> None:
     text = _NAME_PATTERN.sub(" ", _INLINE_CODE.sub(" ", command[cd.end() :] if cd else command))
     for match in _COMMAND_PATH.finditer(text):
         path = match.group(0)
-        if "://" in path or path.startswith(("-", "/dev/")) or len(path) < 4:
-            continue
-        state = "modified" if path in written else "read"
-        where = path
-        if base and not path.startswith(("/", "~", "..")):
-            where = f"{base}/{path.removeprefix('./')}"
-        found.append(LedgerEntry("file", f"file:{where}", f"{path} ({state})", source, state=state))
+        if _names_file(path):
+            state = "modified" if path in written else "read"
+            where = _under(base, path)
+            entry = LedgerEntry("file", f"file:{where}", f"{path} ({state})", source, state=state)
+            found.append(entry)
+
+
+def _names_file(path: str) -> bool:
+    """Whether a path-shaped word of a command names a file (not a URL, an option, a device)."""
+    return "://" not in path and not path.startswith(("-", "/dev/")) and len(path) >= 4
+
+
+def _under(base: str, path: str) -> str:
+    """``path`` as a command after ``cd base &&`` names it: a relative one, under ``base``."""
+    if base and not path.startswith(("/", "~", "..")):
+        return f"{base}/{path.removeprefix('./')}"
+    return path
 
 
 def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
     """Entries for one tool call's parsed arguments; returns its command, if it ran one."""
-    try:
-        arguments = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(arguments, dict):
+    arguments = _call_arguments(raw)
+    if arguments is None:
         return None
     command: str | None = None
-    writes = bool(_WRITES.search(name))
-    for key, value in arguments.items():
-        if not isinstance(value, str) or not value.strip():
-            continue
+    for key, value in _texts(arguments):
         if key in _PATH_KEYS:
-            path = value.strip()
-            sub = str(arguments.get("command", ""))
-            modified = writes or bool(_WRITES.search(sub))
-            state = "modified" if modified else "read"
-            found.append(
-                LedgerEntry(
-                    "file", f"file:{path}", f"{path} ({state})", f"call {name}", state=state
-                )
-            )
+            found.append(_call_file(name, value.strip(), arguments))
         elif key in _COMMAND_KEYS and command is None and " " in value.strip():
             command = _command(value)
             _command_files(command, f"call {name}", found)
     if command is None and not any(key in _PATH_KEYS for key in arguments):
-        simple = {
-            k: v
-            for k, v in arguments.items()
-            if isinstance(v, (str, int, float)) and len(str(v)) <= 80  # not a thought or a body
-        }
-        if simple and not _READS.match(name):
-            shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
-            command = _command(f"{name}({shown})")
+        return _call_command(name, arguments)
     return command
+
+
+def _call_arguments(raw: str) -> dict[object, object] | None:
+    """A tool call's arguments, parsed: ``None`` unless they are a JSON object."""
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def _texts(arguments: dict[object, object]) -> Iterator[tuple[object, str]]:
+    """The arguments whose value is a text that is not blank."""
+    for key, value in arguments.items():
+        if isinstance(value, str) and value.strip():
+            yield key, value
+
+
+def _call_file(name: str, path: str, arguments: dict[object, object]) -> LedgerEntry:
+    """The file a call's path argument names: modified if the tool (or its sub-command) writes."""
+    sub = str(arguments.get("command", ""))
+    modified = bool(_WRITES.search(name)) or bool(_WRITES.search(sub))
+    state = "modified" if modified else "read"
+    return LedgerEntry("file", f"file:{path}", f"{path} ({state})", f"call {name}", state=state)
+
+
+def _call_command(name: str, arguments: dict[object, object]) -> str | None:
+    """A call that names no file and runs no shell command, shown as a command: ``name(k=v)``.
+
+    Its short arguments only (not a thought or a body); a tool that only reads is no command.
+    """
+    simple = {
+        k: v for k, v in arguments.items() if isinstance(v, (str, int, float)) and len(str(v)) <= 80
+    }
+    if not simple or _READS.match(name):
+        return None
+    shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
+    return _command(f"{name}({shown})")
 
 
 # --- rendering -------------------------------------------------------------------------
