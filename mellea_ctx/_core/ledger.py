@@ -200,16 +200,7 @@ class Ledger:
         for entry in incoming:
             index = max(entry.index, base + 1)
             base = index
-            old = current.pop(entry.key, None)
-            if old is not None and old.kind == "file" and old.state != "read" == entry.state:
-                entry = old  # reading a file again leaves its latest state "modified"
-            if old is not None:
-                history = old.superseded + entry.superseded
-                if old.value != entry.value:
-                    history += (old.value,)
-                entry = attrs.evolve(entry, superseded=history[-_HISTORY:], index=index)
-            else:
-                entry = attrs.evolve(entry, index=index)
+            entry = _supersede(current.pop(entry.key, None), entry, index)
             if entry.kind in ("command", "test") and entry.state == "passed":
                 _resolve(current, entry.key)
             current[entry.key] = entry
@@ -250,22 +241,45 @@ def _package(name: str) -> str:
     return name.split(".", 1)[0].lower().replace("_", "-")
 
 
+def _supersede(old: LedgerEntry | None, entry: LedgerEntry, index: int) -> LedgerEntry:
+    """``entry`` at ``index``, superseding ``old`` (the entry of its key before it, if any)."""
+    if old is None:
+        return attrs.evolve(entry, index=index)
+    if old.kind == "file" and old.state != "read" == entry.state:
+        entry = old  # reading a file again leaves its latest state "modified"
+    history = old.superseded + entry.superseded
+    if old.value != entry.value:
+        history += (old.value,)
+    return attrs.evolve(entry, superseded=history[-_HISTORY:], index=index)
+
+
 def _resolve(current: dict[str, LedgerEntry], command_key: str) -> None:
     """Mark open errors resolved: a later run of their command passed, or an install passed of
     the module they found missing (``pip install numpy`` after "No module named 'numpy'")."""
     command = ": " + command_key.split(":", 1)[1]
-    install = _INSTALL.search(command)
-    installed = (
-        {_package(word) for word in install.group(1).split() if not word.startswith("-")}
-        if install
-        else set()
-    )
+    installed = _installed(command)
     for key, entry in list(current.items()):
-        if entry.kind != "error" or entry.state != "open":
-            continue
-        missing = _MISSING_MODULE.search(entry.value) if installed else None
-        if entry.source.endswith(command) or (missing and _package(missing[1]) in installed):
+        if entry.kind == "error" and entry.state == "open" and _resolves(entry, command, installed):
             current[key] = attrs.evolve(entry, state="resolved")
+
+
+def _installed(command: str) -> set[str]:
+    """The packages a command installs (``pip install numpy``), if it is an install."""
+    install = _INSTALL.search(command)
+    if not install:
+        return set()
+    return {_package(word) for word in install.group(1).split() if not word.startswith("-")}
+
+
+def _resolves(error: LedgerEntry, command: str, installed: set[str]) -> bool:
+    """Whether a passing ``command`` resolves ``error``: it reran the command that failed, or
+    installed the module the error found missing."""
+    if error.source.endswith(command):
+        return True
+    if not installed:
+        return False
+    missing = _MISSING_MODULE.search(error.value)
+    return missing is not None and _package(missing[1]) in installed
 
 
 # --- derivation ------------------------------------------------------------------------
