@@ -1250,10 +1250,7 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
-        anchor = entry.key[len("fact:") :]
-        ids = [anchor] if len(anchor) >= 3 else []
-        ids += [m.group(0) for m in _CODE_ID.finditer(entry.value)]
-        ids += _SNAKE_ID.findall(entry.value)
+        ids = _fact_ids(entry)
         for name in ids:
             if name not in newest:
                 newest[name] = next(
@@ -1262,6 +1259,15 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
         if any(newest[name] > position for name in ids):
             out[position] = attrs.evolve(entry, state="used")
     return out
+
+
+def _fact_ids(fact: LedgerEntry) -> list[str]:
+    """The ids a fact carries: its key's anchor, and the ids among its values."""
+    anchor = fact.key[len("fact:") :]
+    ids = [anchor] if len(anchor) >= 3 else []
+    ids += [m.group(0) for m in _CODE_ID.finditer(fact.value)]
+    ids += _SNAKE_ID.findall(fact.value)
+    return ids
 
 
 # An id in snake case with a number: gift_card_3481935, user_42.
@@ -1613,15 +1619,24 @@ def render_entries(entries: Sequence[LedgerEntry]) -> str:
     root = file_root(by_kind.get("file", ()))
     for kind in KINDS:
         if kind in by_kind:
-            heading = HEADINGS[kind]
-            if kind == "file" and root:
-                heading += f" (under {root})"
-            if kind == "error" and all(e.state == "resolved" for e in by_kind[kind]):
-                heading = "Errors"
-            lines.append(f"{heading}:")
-            if kind == "name":  # an index: many on a line, most salient first
-                names = sorted(by_kind[kind], key=lambda e: -e.index)
-                lines.append(", ".join(entry.value for entry in names))
-                continue
-            lines += [entry_line(entry, root) for entry in by_kind[kind]]
+            lines.append(f"{_heading(kind, by_kind[kind], root)}:")
+            lines += _kind_lines(kind, by_kind[kind], root)
     return "\n".join(lines)
+
+
+def _heading(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> str:
+    """The heading of a kind's entries: files name their common root, errors all resolved
+    are no longer open."""
+    if kind == "file" and root:
+        return f"{HEADINGS[kind]} (under {root})"
+    if kind == "error" and all(e.state == "resolved" for e in entries):
+        return "Errors"
+    return HEADINGS[kind]
+
+
+def _kind_lines(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> list[str]:
+    """The lines of a kind's entries: one each, but names as an index on one line."""
+    if kind == "name":  # an index: many on a line, most salient first
+        names = sorted(entries, key=lambda e: -e.index)
+        return [", ".join(entry.value for entry in names)]
+    return [entry_line(entry, root) for entry in entries]
