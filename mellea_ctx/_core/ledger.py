@@ -678,10 +678,7 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
     A line is one statement when it is short: "Budget cap is $500. Never exceed
     it without approval." keeps its value inside its rule.
     """
-    for raw in text.splitlines():
-        line = raw.strip().lstrip("-*• ").strip()
-        if len(line) < 8 or not _maybe_statement(line) or _LINE_NUMBER.match(raw):
-            continue  # too short, no statement, or a numbered line of a file's listing
+    for line in _statement_lines(text):
         labelled, body = _strip_label(line)
         pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
         for piece in pieces:
@@ -689,15 +686,28 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
             if not 8 <= len(piece) <= _MAX_VALUE or piece.endswith("?"):
                 continue
             kind = labelled or _statement_kind(piece)
-            if kind is None and (
-                _DATE.search(piece)
-                or _AMOUNT.search(piece)
-                or (_UPDATE.search(piece) and _concepts(piece))
-                or (_concepts(piece) & _SINGLE and not _CODE.search(piece))
-            ):
+            if kind is None and _states_value(piece):
                 kind = "fact"  # a value, or an update of one: its key may give it its kind
             if kind is not None:
                 yield kind, piece
+
+
+def _statement_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` that may state something, without their bullets."""
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("-*• ").strip()
+        # Not too short, a statement maybe, and not a numbered line of a file's listing.
+        if len(line) >= 8 and _maybe_statement(line) and not _LINE_NUMBER.match(raw):
+            yield line
+
+
+def _states_value(piece: str) -> bool:
+    """Whether a statement of no other kind states a value (a date, an amount), or updates one."""
+    if _DATE.search(piece) or _AMOUNT.search(piece):
+        return True
+    if _UPDATE.search(piece) and _concepts(piece):
+        return True
+    return bool(_concepts(piece) & _SINGLE) and not _CODE.search(piece)
 
 
 def strip_label(text: str) -> str:
@@ -726,6 +736,25 @@ def _value_types(text: str) -> set[str]:
     return found
 
 
+_Traits = tuple[set[str], set[str], set[str]]  # a statement's word stems, concepts, value sorts
+
+
+def _match_score(update: bool, said: _Traits, known: _Traits) -> int | None:
+    """How well a new statement (``update``: worded as one) matches a known one as the same
+    state: ``None`` unless they share a concept, and a word or a single-valued concept."""
+    words, concepts, types = said
+    known_words, known_concepts, known_types = known
+    shared = concepts & known_concepts
+    single = bool(shared & _SINGLE)
+    if not shared or not (update or single):
+        return None
+    overlap = len(words & known_words)
+    if not single and overlap == 0:
+        return None
+    same_type = bool(types & known_types)
+    return 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
+
+
 class _Keys:
     """Chooses the key of a user statement: the same state said again (or updated) shares one."""
 
@@ -743,26 +772,26 @@ class _Keys:
         concepts = _concepts(text)
         key = f"{kind}:{masked[:80]}"
         types: set[str] | None = None
-        if _UPDATE.search(text) or concepts & _SINGLE:
+        update = bool(_UPDATE.search(text))
+        if update or concepts & _SINGLE:
             types = _value_types(text)
-            best: tuple[int, int] | None = None
-            for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
-                shared = concepts & known_concepts
-                if not shared:
-                    continue
-                if not _UPDATE.search(text) and not shared & _SINGLE:
-                    continue
-                overlap = len(words & known_words)
-                single = bool(shared & _SINGLE)
-                if not single and overlap == 0:
-                    continue
-                same_type = bool(types & self.types[position])
-                score = 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
-                if best is None or (score, position) >= best:
-                    best = (score, position)
-                    key = known_key
+            updated = self._updated(update, (words, concepts, types))
+            if updated is not None:
+                key = updated
         self.known.append((key, masked, words, concepts))
         self.types.append(types if types is not None else _value_types(text))
+        return key
+
+    def _updated(self, update: bool, said: _Traits) -> str | None:
+        """The key of the known statement a new one updates: the best match, the newest of
+        equals (``None``: it updates none)."""
+        best: tuple[int, int] | None = None
+        key = None
+        for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
+            score = _match_score(update, said, (known_words, known_concepts, self.types[position]))
+            if score is not None and (best is None or (score, position) >= best):
+                best = (score, position)
+                key = known_key
         return key
 
     def remember(self, key: str, text: str) -> None:
