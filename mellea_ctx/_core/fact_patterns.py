@@ -141,22 +141,34 @@ def scan(component: Component) -> Iterator[Candidate]:
     user = component.role == "user"
     text = component.content
     if user:
-        for sentence in _SENTENCE_BREAK.split(text):
-            sentence = sentence.strip()
-            if not 8 <= len(sentence) <= 300:
-                continue
-            if _CONSTRAINT.search(sentence):
-                yield "constraint", sentence, _USER
-            elif _DECISION.search(sentence):
-                yield "decision", sentence, _USER
+        yield from _constraints_and_decisions(text)
     yield from _prose(text, _USER if user else _AGENT)
-    if not user and text:
-        for sentence in _SENTENCE_BREAK.split(text):
-            sentence = sentence.strip()
-            if 12 <= len(sentence) <= 200 and _FAILURE.search(sentence):
-                yield "error", sentence, _AGENT
+    if not user:
+        yield from _failures(text)
     for call in component.tool_calls:
         yield from _arguments(call.arguments)
+
+
+def _constraints_and_decisions(text: str) -> Iterator[Candidate]:
+    """The user's constraints and decisions, a sentence each."""
+    for sentence in _SENTENCE_BREAK.split(text):
+        sentence = sentence.strip()
+        if not 8 <= len(sentence) <= 300:
+            continue
+        if _CONSTRAINT.search(sentence):
+            yield "constraint", sentence, _USER
+        elif _DECISION.search(sentence):
+            yield "decision", sentence, _USER
+
+
+def _failures(text: str) -> Iterator[Candidate]:
+    """The failures the agent reports, a sentence each."""
+    if not text:
+        return
+    for sentence in _SENTENCE_BREAK.split(text):
+        sentence = sentence.strip()
+        if 12 <= len(sentence) <= 200 and _FAILURE.search(sentence):
+            yield "error", sentence, _AGENT
 
 
 def _prose(text: str, weight: int) -> Iterator[Candidate]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal, get_args
 
 import attrs
@@ -145,20 +145,10 @@ def extract_facts(
     for name, value in (("limit", limit), ("max_chars", max_chars)):
         if value is not None:
             require_int("extract_facts", name, value, also="None for fact_budget's")
-    covered = sum(max(c.replaced_count, 1) if isinstance(c, Checkpoint) else 1 for c in components)
-    default_limit, default_chars = fact_budget(covered)
+    default_limit, default_chars = fact_budget(_covered(components))
     limit = default_limit if limit is None else limit
     max_chars = default_chars if max_chars is None else max_chars
-    scores: dict[str, list[int]] = {}  # text -> [kind rank, score, last index]
-    called_paths: list[str] = []
-    for index, component in enumerate(components):
-        for kind, text, weight in candidates(component):
-            if kind == "path" and weight >= 3:
-                called_paths.append(text)
-            _add_score(scores, text, _KIND_ORDER.index(kind), weight, index)
-    root = _project_root(called_paths)
-    if root is not None:
-        scores = _rebase(scores, root + "/")
+    scores = _scores(components)
     by_kind: dict[int, list[str]] = {}
     for text, (rank, score, last) in sorted(
         scores.items(), key=lambda item: (-item[1][1], -item[1][2])
@@ -166,6 +156,24 @@ def extract_facts(
         del score, last
         by_kind.setdefault(rank, []).append(text)
     return _fill(by_kind, limit, max_chars)
+
+
+def _covered(components: Sequence[Component]) -> int:
+    """How many messages ``components`` cover: a checkpoint, those it replaced."""
+    return sum(max(c.replaced_count, 1) if isinstance(c, Checkpoint) else 1 for c in components)
+
+
+def _scores(components: Sequence[Component]) -> dict[str, list[int]]:
+    """Each detail's [kind rank, score, last index], paths relative to the project's root."""
+    scores: dict[str, list[int]] = {}
+    called_paths: list[str] = []
+    for index, component in enumerate(components):
+        for kind, text, weight in candidates(component):
+            if kind == "path" and weight >= 3:
+                called_paths.append(text)
+            _add_score(scores, text, _KIND_ORDER.index(kind), weight, index)
+    root = _project_root(called_paths)
+    return scores if root is None else _rebase(scores, root + "/")
 
 
 def candidates(component: Component) -> tuple[Candidate, ...]:
@@ -244,22 +252,30 @@ def _fill(by_kind: dict[int, list[str]], limit: int, max_chars: int) -> list[Fac
     constraints: list[str] = []
     budget = max_chars
     while queues and len(facts) < limit:
-        still: list[tuple[int, Iterable[str]]] = []
+        still: list[tuple[int, Iterator[str]]] = []
         for rank, queue in queues:
             if len(facts) >= limit:
                 break
-            for text in queue:
-                if len(text) > budget or any(text in said for said in constraints):
-                    continue  # too long for what is left, or inside a user's sentence already
-                kind = _KIND_ORDER[rank]
-                facts.append(Fact(kind, text))
-                if kind in ("constraint", "decision"):
-                    constraints.append(text)
-                budget -= len(text)
-                still.append((rank, queue))
-                break
-        queues = still  # type: ignore[assignment]
+            text = _next_fitting(queue, budget, constraints)
+            if text is None:
+                continue  # the kind is spent: it drops out of the turns
+            kind = _KIND_ORDER[rank]
+            facts.append(Fact(kind, text))
+            if kind in ("constraint", "decision"):
+                constraints.append(text)
+            budget -= len(text)
+            still.append((rank, queue))
+        queues = still
     return facts
+
+
+def _next_fitting(queue: Iterator[str], budget: int, constraints: list[str]) -> str | None:
+    """The next detail of a kind that fits: not too long for what is left, nor inside a
+    user's sentence already taken (``None``: the kind has no more)."""
+    for text in queue:
+        if len(text) <= budget and not any(text in said for said in constraints):
+            return text
+    return None
 
 
 def _normalize(text: str) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, TypeGuard, get_args
 
 import attrs
 
@@ -200,16 +200,7 @@ class Ledger:
         for entry in incoming:
             index = max(entry.index, base + 1)
             base = index
-            old = current.pop(entry.key, None)
-            if old is not None and old.kind == "file" and old.state != "read" == entry.state:
-                entry = old  # reading a file again leaves its latest state "modified"
-            if old is not None:
-                history = old.superseded + entry.superseded
-                if old.value != entry.value:
-                    history += (old.value,)
-                entry = attrs.evolve(entry, superseded=history[-_HISTORY:], index=index)
-            else:
-                entry = attrs.evolve(entry, index=index)
+            entry = _supersede(current.pop(entry.key, None), entry, index)
             if entry.kind in ("command", "test") and entry.state == "passed":
                 _resolve(current, entry.key)
             current[entry.key] = entry
@@ -250,22 +241,45 @@ def _package(name: str) -> str:
     return name.split(".", 1)[0].lower().replace("_", "-")
 
 
+def _supersede(old: LedgerEntry | None, entry: LedgerEntry, index: int) -> LedgerEntry:
+    """``entry`` at ``index``, superseding ``old`` (the entry of its key before it, if any)."""
+    if old is None:
+        return attrs.evolve(entry, index=index)
+    if old.kind == "file" and old.state != "read" == entry.state:
+        entry = old  # reading a file again leaves its latest state "modified"
+    history = old.superseded + entry.superseded
+    if old.value != entry.value:
+        history += (old.value,)
+    return attrs.evolve(entry, superseded=history[-_HISTORY:], index=index)
+
+
 def _resolve(current: dict[str, LedgerEntry], command_key: str) -> None:
     """Mark open errors resolved: a later run of their command passed, or an install passed of
     the module they found missing (``pip install numpy`` after "No module named 'numpy'")."""
     command = ": " + command_key.split(":", 1)[1]
-    install = _INSTALL.search(command)
-    installed = (
-        {_package(word) for word in install.group(1).split() if not word.startswith("-")}
-        if install
-        else set()
-    )
+    installed = _installed(command)
     for key, entry in list(current.items()):
-        if entry.kind != "error" or entry.state != "open":
-            continue
-        missing = _MISSING_MODULE.search(entry.value) if installed else None
-        if entry.source.endswith(command) or (missing and _package(missing[1]) in installed):
+        if entry.kind == "error" and entry.state == "open" and _resolves(entry, command, installed):
             current[key] = attrs.evolve(entry, state="resolved")
+
+
+def _installed(command: str) -> set[str]:
+    """The packages a command installs (``pip install numpy``), if it is an install."""
+    install = _INSTALL.search(command)
+    if not install:
+        return set()
+    return {_package(word) for word in install.group(1).split() if not word.startswith("-")}
+
+
+def _resolves(error: LedgerEntry, command: str, installed: set[str]) -> bool:
+    """Whether a passing ``command`` resolves ``error``: it reran the command that failed, or
+    installed the module the error found missing."""
+    if error.source.endswith(command):
+        return True
+    if not installed:
+        return False
+    missing = _MISSING_MODULE.search(error.value)
+    return missing is not None and _package(missing[1]) in installed
 
 
 # --- derivation ------------------------------------------------------------------------
@@ -664,10 +678,7 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
     A line is one statement when it is short: "Budget cap is $500. Never exceed
     it without approval." keeps its value inside its rule.
     """
-    for raw in text.splitlines():
-        line = raw.strip().lstrip("-*• ").strip()
-        if len(line) < 8 or not _maybe_statement(line) or _LINE_NUMBER.match(raw):
-            continue  # too short, no statement, or a numbered line of a file's listing
+    for line in _statement_lines(text):
         labelled, body = _strip_label(line)
         pieces = [body] if len(body) <= _MAX_VALUE else _SENTENCE.split(body)
         for piece in pieces:
@@ -675,15 +686,28 @@ def _statements(text: str) -> Iterator[tuple[LedgerKind, str]]:
             if not 8 <= len(piece) <= _MAX_VALUE or piece.endswith("?"):
                 continue
             kind = labelled or _statement_kind(piece)
-            if kind is None and (
-                _DATE.search(piece)
-                or _AMOUNT.search(piece)
-                or (_UPDATE.search(piece) and _concepts(piece))
-                or (_concepts(piece) & _SINGLE and not _CODE.search(piece))
-            ):
+            if kind is None and _states_value(piece):
                 kind = "fact"  # a value, or an update of one: its key may give it its kind
             if kind is not None:
                 yield kind, piece
+
+
+def _statement_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` that may state something, without their bullets."""
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("-*• ").strip()
+        # Not too short, a statement maybe, and not a numbered line of a file's listing.
+        if len(line) >= 8 and _maybe_statement(line) and not _LINE_NUMBER.match(raw):
+            yield line
+
+
+def _states_value(piece: str) -> bool:
+    """Whether a statement of no other kind states a value (a date, an amount), or updates one."""
+    if _DATE.search(piece) or _AMOUNT.search(piece):
+        return True
+    if _UPDATE.search(piece) and _concepts(piece):
+        return True
+    return bool(_concepts(piece) & _SINGLE) and not _CODE.search(piece)
 
 
 def strip_label(text: str) -> str:
@@ -712,6 +736,25 @@ def _value_types(text: str) -> set[str]:
     return found
 
 
+_Traits = tuple[set[str], set[str], set[str]]  # a statement's word stems, concepts, value sorts
+
+
+def _match_score(update: bool, said: _Traits, known: _Traits) -> int | None:
+    """How well a new statement (``update``: worded as one) matches a known one as the same
+    state: ``None`` unless they share a concept, and a word or a single-valued concept."""
+    words, concepts, types = said
+    known_words, known_concepts, known_types = known
+    shared = concepts & known_concepts
+    single = bool(shared & _SINGLE)
+    if not shared or not (update or single):
+        return None
+    overlap = len(words & known_words)
+    if not single and overlap == 0:
+        return None
+    same_type = bool(types & known_types)
+    return 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
+
+
 class _Keys:
     """Chooses the key of a user statement: the same state said again (or updated) shares one."""
 
@@ -729,26 +772,26 @@ class _Keys:
         concepts = _concepts(text)
         key = f"{kind}:{masked[:80]}"
         types: set[str] | None = None
-        if _UPDATE.search(text) or concepts & _SINGLE:
+        update = bool(_UPDATE.search(text))
+        if update or concepts & _SINGLE:
             types = _value_types(text)
-            best: tuple[int, int] | None = None
-            for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
-                shared = concepts & known_concepts
-                if not shared:
-                    continue
-                if not _UPDATE.search(text) and not shared & _SINGLE:
-                    continue
-                overlap = len(words & known_words)
-                single = bool(shared & _SINGLE)
-                if not single and overlap == 0:
-                    continue
-                same_type = bool(types & self.types[position])
-                score = 3 * overlap + (4 if single else 1) + (2 if same_type else 0)
-                if best is None or (score, position) >= best:
-                    best = (score, position)
-                    key = known_key
+            updated = self._updated(update, (words, concepts, types))
+            if updated is not None:
+                key = updated
         self.known.append((key, masked, words, concepts))
         self.types.append(types if types is not None else _value_types(text))
+        return key
+
+    def _updated(self, update: bool, said: _Traits) -> str | None:
+        """The key of the known statement a new one updates: the best match, the newest of
+        equals (``None``: it updates none)."""
+        best: tuple[int, int] | None = None
+        key = None
+        for position, (known_key, _, known_words, known_concepts) in enumerate(self.known):
+            score = _match_score(update, said, (known_words, known_concepts, self.types[position]))
+            if score is not None and (best is None or (score, position) >= best):
+                best = (score, position)
+                key = known_key
         return key
 
     def remember(self, key: str, text: str) -> None:
@@ -774,40 +817,56 @@ def _fenced_commands(text: str) -> list[str]:
     return commands
 
 
+def _is_leaf(value: object) -> TypeGuard[str | int | float]:
+    """A JSON leaf that can be state: a string or a number (a boolean is neither here)."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _holds_value(value: str | int | float, text: str) -> bool:
+    """A number, or a short text that holds one (a price, a code); not free prose."""
+    if isinstance(value, (int, float)):
+        return True
+    return any(ch.isdigit() for ch in text) and text.count(" ") <= 3
+
+
+def _members(
+    value: dict[object, object] | list[object], prefix: str
+) -> Iterator[tuple[str, object]]:
+    """The path and value of each member of an object, or of a list's first eight items."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield (f"{prefix}.{name}" if prefix else str(name)), item
+    else:
+        for position, item in enumerate(value[:8]):
+            yield f"{prefix}[{position}]", item
+
+
 def _flatten(value: object, prefix: str, out: list[tuple[str, str]], depth: int = 0) -> None:
     if len(out) >= 40 or depth > 4:
         return
-    if isinstance(value, dict):
-        for name, item in value.items():
-            _flatten(item, f"{prefix}.{name}" if prefix else str(name), out, depth + 1)
-    elif isinstance(value, list):
-        for position, item in enumerate(value[:8]):
-            _flatten(item, f"{prefix}[{position}]", out, depth + 1)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    if isinstance(value, (dict, list)):
+        for path, item in _members(value, prefix):
+            _flatten(item, path, out, depth + 1)
+    elif _is_leaf(value):
         field = prefix.rsplit(".", 1)[-1].split("[", 1)[0]
         text = str(value)
         # A field named for state (an id, a status, a date, an amount, a name), or a
         # value that is a number or holds one (a price, a code); not free prose.
-        valued = isinstance(value, (int, float)) or (
-            any(ch.isdigit() for ch in text) and text.count(" ") <= 3
-        )
-        if (valued or _FIELD.search(field)) and 0 < len(text) <= 60:
+        if 0 < len(text) <= 60 and (_holds_value(value, text) or _FIELD.search(field)):
             out.append((field or prefix, text))
 
 
 def _kept_leaf(field: str, value: object) -> str | None:
     """A JSON leaf's text when it is state worth showing: an id, a number, a status, a date."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    if not _is_leaf(value):
         return None
     text = str(value).strip()
     if not 0 < len(text) <= 60 or "\n" in text:
         return None
     # A field named for state (an id, a status, a date, an amount, a name), a value that
     # is a number or holds one (a price, a code), or one word (a category: "business").
-    valued = isinstance(value, (int, float)) or (
-        any(ch.isdigit() for ch in text) and text.count(" ") <= 3
-    )
-    if valued or _FIELD.search(field) or (" " not in text and len(text) <= 24):
+    one_word = " " not in text and len(text) <= 24
+    if _holds_value(value, text) or _FIELD.search(field) or one_word:
         return text
     return None
 
@@ -827,70 +886,104 @@ def _render_json(value: object, field: str, seen: set[tuple[str, str]], depth: i
     if depth > 4:
         return ""
     if isinstance(value, dict):
-        parts: list[tuple[int, str]] = []  # (rank, text): what a cut should keep, first
-        for name, item in value.items():
-            name = str(name)
-            if isinstance(item, dict):
-                inner = _render_json(item, name, seen, depth + 1)
-                if inner:
-                    parts.append((_nested_rank(item), f"{name}({inner})"))
-            elif isinstance(item, list):
-                inner = _render_json(item, name, seen, depth + 1)
-                if inner:
-                    parts.append((_nested_rank(item), inner))
-            else:
-                text = _kept_leaf(name, item)
-                if text is not None and (name, text) not in seen:
-                    seen.add((name, text))
-                    parts.append((0, f"{name}={text}"))
-        # In the object's order, but what nests under it without an id (a list of names)
-        # after the rest, so a cut takes it first (flights by number, payments by id stay).
-        return ", ".join(text for _, text in sorted(parts, key=lambda part: part[0]))
+        return _render_object(value, seen, depth)
     if isinstance(value, list):
-        items = value[:8]
-        if items and all(isinstance(item, dict) for item in items):
-            columns: list[str] = []
-            for item in items:
-                for name, leaf in item.items():
-                    if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
-                        columns.append(str(name))
-            if not columns:
-                return ""
-            rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
-            more = ", …" if len(value) > len(items) else ""
-            return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
-        texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
-        if texts:
-            return f"{field}=[{', '.join(texts)}{', …' if len(value) > len(items) else ''}]"
+        return _render_list(value, field)
     return ""
+
+
+def _render_object(value: dict[object, object], seen: set[tuple[str, str]], depth: int) -> str:
+    """An object's members shown, those without an id nesting under them last."""
+    members = (_render_member(str(name), item, seen, depth) for name, item in value.items())
+    parts = [part for part in members if part is not None]  # (rank, text)
+    # In the object's order, but what nests under it without an id (a list of names)
+    # after the rest, so a cut takes it first (flights by number, payments by id stay).
+    return ", ".join(text for _, text in sorted(parts, key=lambda part: part[0]))
+
+
+def _render_member(
+    name: str, item: object, seen: set[tuple[str, str]], depth: int
+) -> tuple[int, str] | None:
+    """One member of an object as (rank, text): what a cut should keep ranks first."""
+    if isinstance(item, (dict, list)):
+        inner = _render_json(item, name, seen, depth + 1)
+        if not inner:
+            return None
+        return _nested_rank(item), f"{name}({inner})" if isinstance(item, dict) else inner
+    text = _kept_leaf(name, item)
+    if text is None or (name, text) in seen:
+        return None
+    seen.add((name, text))
+    return 0, f"{name}={text}"
+
+
+def _render_list(value: list[object], field: str) -> str:
+    """A list: its objects as a table, else its leaves as ``field=[a, b]``."""
+    items = value[:8]
+    more = ", …" if len(value) > len(items) else ""
+    objects = [item for item in items if isinstance(item, dict)]
+    if items and len(objects) == len(items):
+        return _render_table(objects, field, more)
+    texts = [t for t in (_kept_leaf(field, item) for item in items) if t is not None]
+    return f"{field}=[{', '.join(texts)}{more}]" if texts else ""
+
+
+def _render_table(items: list[dict[object, object]], field: str, more: str) -> str:
+    """Objects as ``field (a, b): 1 2; 3 4``: a column per field any of them shows."""
+    columns: list[str] = []
+    for item in items:
+        for name, leaf in item.items():
+            if str(name) not in columns and _kept_leaf(str(name), leaf) is not None:
+                columns.append(str(name))
+    if not columns:
+        return ""
+    rows = [" ".join(_kept_leaf(c, item.get(c)) or "-" for c in columns) for item in items]
+    return f"{field} ({', '.join(columns)}): {'; '.join(rows)}{more}"
 
 
 def _json_facts(text: str, source: str) -> Iterator[LedgerEntry]:
     """Facts from a JSON tool result: one entry per object, keyed by its id."""
+    objects = _json_objects(text)
+    # One of many objects is a listing (search results); an object alone was looked up.
+    state = "listed" if len(objects) > 1 else ""
+    for item in objects[:20]:
+        entry = _object_fact(item, source, state)
+        if entry is not None:
+            yield entry
+
+
+def _json_objects(text: str) -> list[object]:
+    """A JSON tool result's values: a list's items, or the one value (none if not JSON)."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
-        return
+        return []
     try:
         data = json.loads(stripped)
     except ValueError:
-        return
-    objects = data if isinstance(data, list) else [data]
-    for item in objects[:20]:
-        # An object, or a group of objects (a connection's flights, a row of a join).
-        group = isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
-        if not isinstance(item, dict) and not group:
-            continue
-        fields: list[tuple[str, str]] = []
-        _flatten(item, "", fields)
-        value = _render_json(item, "", set()).removeprefix(" ")
-        if not fields or not value:
-            continue
-        anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
-        if len(value) > _MAX_JSON:
-            value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
-        # One of many objects is a listing (search results); an object alone was looked up.
-        state = "listed" if len(objects) > 1 else ""
-        yield LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
+        return []
+    return data if isinstance(data, list) else [data]
+
+
+def _object_or_group(item: object) -> bool:
+    """An object, or a group of objects (a connection's flights, a row of a join)."""
+    if isinstance(item, dict):
+        return True
+    return isinstance(item, list) and bool(item) and all(isinstance(i, dict) for i in item)
+
+
+def _object_fact(item: object, source: str, state: str) -> LedgerEntry | None:
+    """The fact an object (or a group of objects) states, keyed by its id."""
+    if not _object_or_group(item):
+        return None
+    fields: list[tuple[str, str]] = []
+    _flatten(item, "", fields)
+    value = _render_json(item, "", set()).removeprefix(" ")
+    if not fields or not value:
+        return None
+    anchor = next((value for name, value in fields if _ID_FIELD.search(name)), fields[0][1])
+    if len(value) > _MAX_JSON:
+        value = value[:_MAX_JSON].rsplit(" ", 1)[0] + " …"
+    return LedgerEntry("fact", f"fact:{anchor}", value, source=source, state=state)
 
 
 def _output_entries(
@@ -899,43 +992,61 @@ def _output_entries(
     """Entries from a tool's output (or an observation sent as a user message)."""
     yield from _json_facts(text, source)
     origin = f"{source}: {command}" if command else source
-    errors = (
-        [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
-        if _ERROR_WORDS.search(text)
-        else []
-    )
+    errors = _error_lines(text)
     for line in dict.fromkeys(errors[-3:]):
         yield LedgerEntry("error", f"error:{_mask(line)[:120]}", line, source=origin, state="open")
-    tests = [m.group(0).strip() for m in _TEST.finditer(text)] if _TEST_WORDS.search(text) else []
-    failed = False
-    if tests:
-        summary = tests[-1]
-        failed = bool(_FAILING.search(summary))
-        target = command or source
-        yield LedgerEntry(
-            "test",
-            f"test:{target}",
-            summary,
-            source=origin,
-            state="failed" if failed else "passed",
-        )
-    for match in _COMMIT.finditer(text) if "commit " in text or "] " in text else ():
+    test = _test_entry(text, command or source, origin)
+    if test is not None:
+        yield test
+    yield from _commit_entries(text, source)
+    if command is not None:
+        failed = is_error or (test is not None and test.state == "failed") or bool(errors)
+        yield _command_entry(text, command, source, failed)
+
+
+def _error_lines(text: str) -> list[str]:
+    """The error lines an output prints."""
+    if not _ERROR_WORDS.search(text):
+        return []
+    return [m.group(0).strip() for m in _ERROR_LINE.finditer(text)]
+
+
+def _test_entry(text: str, target: str, origin: str) -> LedgerEntry | None:
+    """The outcome of a test run, from the last test summary an output prints."""
+    if not _TEST_WORDS.search(text):
+        return None
+    tests = [m.group(0).strip() for m in _TEST.finditer(text)]
+    if not tests:
+        return None
+    summary = tests[-1]
+    state = "failed" if _FAILING.search(summary) else "passed"
+    return LedgerEntry("test", f"test:{target}", summary, source=origin, state=state)
+
+
+def _commit_entries(text: str, source: str) -> Iterator[LedgerEntry]:
+    """The commits an output reports (``git commit``'s ``[main abc1234] subject``, ``git log``)."""
+    if "commit " not in text and "] " not in text:
+        return
+    for match in _COMMIT.finditer(text):
         sha = match.group(1) or match.group(3)
         message = (match.group(2) or "").strip()[:80]  # the subject, however long it runs
         yield LedgerEntry("commit", f"commit:{sha}", f"{sha} {message}".strip(), source=source)
-    if command is not None:
-        exit_code = _EXIT.search(text)
-        if exit_code is not None:
-            code = int(exit_code.group(1))
-            state = "passed" if code == 0 else "failed"
-            outcome = f"exit {code}"
-        elif is_error or failed or errors:
-            state, outcome = "failed", "failed"
-        else:
-            state, outcome = "passed", "ok"
-        yield LedgerEntry(
-            "command", f"command:{command}", f"{command} → {outcome}", source=source, state=state
-        )
+
+
+def _command_entry(text: str, command: str, source: str, failed: bool) -> LedgerEntry:
+    """A command's outcome: its exit code when the output prints one, else whether it failed."""
+    exit_code = _EXIT.search(text)
+    if exit_code is not None:
+        code = int(exit_code.group(1))
+        state = "passed" if code == 0 else "failed"
+        outcome = f"exit {code}"
+    elif failed:
+        state, outcome = "failed", "failed"
+    else:
+        state, outcome = "passed", "ok"
+    return LedgerEntry(
+        "command", f"command:{command}", f"{command} → {outcome}", source=source, state=state
+    )
 
 
 def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Ledger:
@@ -958,104 +1069,145 @@ def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Led
     require_bool("derive_ledger", "names", names)
     from .checkpoint import Checkpoint  # here: checkpoint imports this module
 
-    ledger = Ledger()
-    keys = _Keys()
-    calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
-    pending: list[str] = []  # commands in code fences, awaiting an observation
-    fenced_agent = False
-    found: list[LedgerEntry] = []
-    mentions: list[tuple[int, str]] = []  # (entries found before it, what the agent wrote)
-    reads = _Reads()
-    observed: set[int] = set()  # observations sent as user messages
+    derivation = _Derivation()
     for position, component in enumerate(components):
         if isinstance(component, Checkpoint):
-            ledger = ledger.merge(_used(found, mentions)).merge(component.ledger)
-            found, mentions = [], []
-            for entry in component.ledger.entries:
-                if entry.source == "user" and entry.kind not in ("goal", "next_step"):
-                    keys.remember(entry.key, entry.value)
-                    keys.kinds.setdefault(entry.key, entry.kind)
-            continue
-        if component.tool_call_id is not None:
-            name, command = calls.get(component.tool_call_id, (component.name or "tool", None))
-            found += _output_entries(component.content, f"tool {name}", command, component.is_error)
-            _defines(found, component.tool_call_id, component.content, reads)
-            continue
+            derivation.checkpoint(component.ledger)
+        elif component.tool_call_id is not None:
+            derivation.tool_result(component, component.tool_call_id)
+        elif component.role == "user":
+            derivation.user(position, component.content or "")
+        elif component.role not in ("system", "developer"):
+            derivation.agent(component)
+    if names:
+        derivation.found += _names(components, derivation.observed)
+    return _bounded_names(derivation.ledger.merge(_used(derivation.found, derivation.mentions)))
+
+
+class _Derivation:
+    """What :func:`derive_ledger` keeps while it reads the components in order."""
+
+    def __init__(self) -> None:
+        self.ledger = Ledger()  # what earlier checkpoints carried, merged
+        self.keys = _Keys()
+        self.calls: dict[str, tuple[str, str | None]] = {}  # call id -> (tool name, command)
+        self.pending: list[str] = []  # commands in code fences, awaiting an observation
+        self.fenced_agent = False  # the agent sends commands in fences, observations as user
+        self.found: list[LedgerEntry] = []  # entries found since the last checkpoint
+        self.mentions: list[tuple[int, str]] = []  # (entries found before it, agent's text)
+        self.reads = _Reads()
+        self.observed: set[int] = set()  # positions of observations sent as user messages
+
+    def checkpoint(self, carried: Ledger) -> None:
+        """An earlier checkpoint: what was found so far, then its ledger, merged."""
+        self.ledger = self.ledger.merge(_used(self.found, self.mentions)).merge(carried)
+        self.found, self.mentions = [], []
+        for entry in carried.entries:
+            if entry.source == "user" and entry.kind not in ("goal", "next_step"):
+                self.keys.remember(entry.key, entry.value)
+                self.keys.kinds.setdefault(entry.key, entry.kind)
+
+    def tool_result(self, component: Component, call_id: str) -> None:
+        """A tool's output, read with the command of the call it answers."""
+        name, command = self.calls.get(call_id, (component.name or "tool", None))
+        self.found += _output_entries(
+            component.content, f"tool {name}", command, component.is_error
+        )
+        _defines(self.found, call_id, component.content, self.reads)
+
+    def user(self, position: int, text: str) -> None:
+        """A user message: an observation for a fenced agent, else the user's statements."""
+        if self.fenced_agent:
+            # SWE-agent, mini-swe-agent: the observation of the agent's last command.
+            command = self.pending[-1] if self.pending else None
+            self.pending = []
+            self.found += _output_entries(text, "observation", command, False)
+            self.observed.add(position)
+        else:
+            self.found += _user_entries(text, self.keys)
+
+    def agent(self, component: Component) -> None:
+        """The agent: its tool calls, its fenced commands, its findings and next step."""
         text = component.content or ""
-        if component.role == "user":
-            if fenced_agent and pending:
-                # SWE-agent, mini-swe-agent: the observation of the agent's last command.
-                command = pending[-1]
-                pending.clear()
-                found += _output_entries(text, "observation", command, False)
-                observed.add(position)
-                continue
-            if fenced_agent:
-                found += _output_entries(text, "observation", None, False)
-                observed.add(position)
-                continue
-            for kind, statement in _statements(text):
-                key = keys.key(kind, statement)
-                if kind == "fact":  # an update keeps the kind of what it updates
-                    kind = keys.kinds.get(key, kind)
-                keys.kinds.setdefault(key, kind)
-                found.append(LedgerEntry(kind, key, statement, "user"))
-            request = _request(text)
-            if request and not any(True for _ in _statements(request)):
-                found.append(LedgerEntry("goal", "goal", request, "user"))
-            continue
-        if component.role in ("system", "developer"):
-            continue
-        # The agent: its tool calls, its fenced commands, its findings and next step.
-        mentions.append((len(found), text + " ".join(c.arguments for c in component.tool_calls)))
+        arguments = " ".join(c.arguments for c in component.tool_calls)
+        self.mentions.append((len(self.found), text + arguments))
         for call in component.tool_calls:
-            before = len(found)
-            command = _call_entries(call.name, call.arguments, found)
-            calls[call.id] = (call.name, command)
-            for position in range(before, len(found)):  # a file read waits for its output
-                entry = found[position]
-                if entry.kind == "file" and entry.state == "read":
-                    found[position] = attrs.evolve(entry, source=f"{entry.source} {call.id}")
+            self.calls[call.id] = (
+                call.name,
+                _tool_call(call.name, call.arguments, call.id, self.found),
+            )
         fenced = _fenced_commands(text) if not component.tool_calls else []
         if fenced:
-            fenced_agent = True
-            pending = fenced
+            self.fenced_agent = True
+            self.pending = fenced
             for command in fenced:
-                _command_files(command, "assistant", found)
-                words = command.split()
-                target = words[1] if len(words) > 1 else ""
-                # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
-                if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
-                    found.append(
-                        LedgerEntry(
-                            "file",
-                            f"file:{target}",
-                            f"{target} (modified)",
-                            "assistant",
-                            state="modified",
-                        )
-                    )
-        prose = _FENCE.sub(" ", text) if "```" in text else text
-        if not _AGENT_WORDS.search(prose):
-            continue  # no next step and no finding in it: skip the sentence-by-sentence look
-        for sentence in _SENTENCE.split(prose):
-            sentence = " ".join(sentence.split())
-            if not 16 <= len(sentence) <= _MAX_VALUE:
-                continue
-            if _NEXT.search(sentence):
-                found.append(LedgerEntry("next_step", "next_step", sentence, "assistant"))
-            elif _FINDING.search(sentence) and not _PLAN.match(sentence):
-                found.append(
-                    LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
-                )
-    if names:
-        found += _names(components, observed)
-    ledger = ledger.merge(_used(found, mentions))
+                _fenced_entries(command, self.found)
+        self.found += _agent_entries(text)
+
+
+def _user_entries(text: str, keys: _Keys) -> Iterator[LedgerEntry]:
+    """The user's statements in ``text`` (an update keyed as what it updates), else its goal."""
+    for kind, statement in _statements(text):
+        key = keys.key(kind, statement)
+        if kind == "fact":  # an update keeps the kind of what it updates
+            kind = keys.kinds.get(key, kind)
+        keys.kinds.setdefault(key, kind)
+        yield LedgerEntry(kind, key, statement, "user")
+    request = _request(text)
+    if request and not any(True for _ in _statements(request)):
+        yield LedgerEntry("goal", "goal", request, "user")
+
+
+def _tool_call(name: str, arguments: str, call_id: str, found: list[LedgerEntry]) -> str | None:
+    """Add a tool call's entries to ``found``; return its command (``None`` if it runs none).
+
+    A file it reads takes the call's id in its source: the read waits for its output.
+    """
+    before = len(found)
+    command = _call_entries(name, arguments, found)
+    for position in range(before, len(found)):
+        entry = found[position]
+        if entry.kind == "file" and entry.state == "read":
+            found[position] = attrs.evolve(entry, source=f"{entry.source} {call_id}")
+    return command
+
+
+def _fenced_entries(command: str, found: list[LedgerEntry]) -> None:
+    """Add the files a command in a code fence touches to ``found``."""
+    _command_files(command, "assistant", found)
+    words = command.split()
+    target = words[1] if len(words) > 1 else ""
+    # ``create a.py`` names its file; ``edit 287:296`` edits the open one.
+    if _WRITE_COMMANDS.match(command) and _COMMAND_PATH.fullmatch(target):
+        found.append(
+            LedgerEntry(
+                "file", f"file:{target}", f"{target} (modified)", "assistant", state="modified"
+            )
+        )
+
+
+def _agent_entries(text: str) -> Iterator[LedgerEntry]:
+    """The agent's next step and findings, sentence by sentence, outside its code fences."""
+    prose = _FENCE.sub(" ", text) if "```" in text else text
+    if not _AGENT_WORDS.search(prose):
+        return  # no next step and no finding in it: skip the sentence-by-sentence look
+    for sentence in _SENTENCE.split(prose):
+        sentence = " ".join(sentence.split())
+        if not 16 <= len(sentence) <= _MAX_VALUE:
+            continue
+        if _NEXT.search(sentence):
+            yield LedgerEntry("next_step", "next_step", sentence, "assistant")
+        elif _FINDING.search(sentence) and not _PLAN.match(sentence):
+            yield LedgerEntry("finding", f"finding:{_mask(sentence)[:80]}", sentence, "assistant")
+
+
+def _bounded_names(ledger: Ledger) -> Ledger:
+    """``ledger`` with its newest name entries only: chained compactions keep the index bounded."""
     indexed = [entry for entry in ledger.entries if entry.kind == "name"]
-    if len(indexed) > _NAMES:  # chained compactions keep the index bounded: the newest stay
-        dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
-        ledger = Ledger(entry for entry in ledger.entries if entry.key not in dropped)
-    return ledger
+    if len(indexed) <= _NAMES:
+        return ledger
+    dropped = {entry.key for entry in indexed[: len(indexed) - _NAMES]}
+    return Ledger(entry for entry in ledger.entries if entry.key not in dropped)
 
 
 _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
@@ -1127,10 +1279,7 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
     for position, entry in enumerate(found):
         if entry.kind != "fact" or not entry.key.startswith("fact:"):
             continue
-        anchor = entry.key[len("fact:") :]
-        ids = [anchor] if len(anchor) >= 3 else []
-        ids += [m.group(0) for m in _CODE_ID.finditer(entry.value)]
-        ids += _SNAKE_ID.findall(entry.value)
+        ids = _fact_ids(entry)
         for name in ids:
             if name not in newest:
                 newest[name] = next(
@@ -1139,6 +1288,15 @@ def _used(found: list[LedgerEntry], mentions: list[tuple[int, str]]) -> list[Led
         if any(newest[name] > position for name in ids):
             out[position] = attrs.evolve(entry, state="used")
     return out
+
+
+def _fact_ids(fact: LedgerEntry) -> list[str]:
+    """The ids a fact carries: its key's anchor, and the ids among its values."""
+    anchor = fact.key[len("fact:") :]
+    ids = [anchor] if len(anchor) >= 3 else []
+    ids += [m.group(0) for m in _CODE_ID.finditer(fact.value)]
+    ids += _SNAKE_ID.findall(fact.value)
+    return ids
 
 
 # An id in snake case with a number: gift_card_3481935, user_42.
@@ -1205,27 +1363,46 @@ def _names(components: Sequence[Component], observed: set[int]) -> list[LedgerEn
         component = components[position]
         if component.role in ("system", "developer") or isinstance(component, Checkpoint):
             continue  # a checkpoint's names are in its ledger
-        text = component.content or ""
-        if component.tool_calls:
-            text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
-        if not text:
-            continue
-        written = component.role == "assistant" or (
-            component.role == "user" and component.tool_call_id is None and position not in observed
-        )
-        # In order of appearance (not a set's order: the ledger is deterministic).
-        tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
-        tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
-        tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
-        for token in tokens:
-            entry = stats.setdefault(token, [0, 0, 0, 0])
-            entry[0] += 1
-            entry[3] = position
-            if written:
-                entry[1] = 1
-            if f"`{token}`" in text:
-                entry[2] = 1
-    total = len(components) + 1
+        text = _name_text(component)
+        if text:
+            written = _writes_names(component, position in observed)
+            _count_names(stats, text, position, written)
+    return _name_entries(stats, len(components) + 1)
+
+
+def _name_text(component: Component) -> str:
+    """The text a component's names are read from: its content and its calls' arguments."""
+    text = component.content or ""
+    if component.tool_calls:
+        text += "\n" + "\n".join(call.arguments for call in component.tool_calls)
+    return text
+
+
+def _writes_names(component: Component, observation: bool) -> bool:
+    """Whether the agent or the user wrote the component (not a tool, not an observation)."""
+    if component.role == "assistant":
+        return True
+    return component.role == "user" and component.tool_call_id is None and not observation
+
+
+def _count_names(stats: dict[str, list[int]], text: str, position: int, written: bool) -> None:
+    """Count each name ``text`` writes as code into ``stats``."""
+    # In order of appearance (not a set's order: the ledger is deterministic).
+    tokens = dict.fromkeys(m.group(0) for m in _NAME.finditer(text) if _name_shaped(m.group(0)))
+    tokens.update(dict.fromkeys(m.group(0) for m in _CODE_ID.finditer(text)))
+    tokens.update(dict.fromkeys(m.group(0) for m in _KEBAB.finditer(text)))
+    for token in tokens:
+        entry = stats.setdefault(token, [0, 0, 0, 0])
+        entry[0] += 1
+        entry[3] = position
+        if written:
+            entry[1] = 1
+        if f"`{token}`" in text:
+            entry[2] = 1
+
+
+def _name_entries(stats: dict[str, list[int]], total: int) -> list[LedgerEntry]:
+    """The most salient names of ``stats`` as entries, in increasing salience."""
 
     def salience(name: str) -> float:
         messages, wrote, quoted, last = stats[name]
@@ -1307,51 +1484,78 @@ def _command_files(command: str, source: str, found: list[LedgerEntry]) -> None:
     text = _NAME_PATTERN.sub(" ", _INLINE_CODE.sub(" ", command[cd.end() :] if cd else command))
     for match in _COMMAND_PATH.finditer(text):
         path = match.group(0)
-        if "://" in path or path.startswith(("-", "/dev/")) or len(path) < 4:
-            continue
-        state = "modified" if path in written else "read"
-        where = path
-        if base and not path.startswith(("/", "~", "..")):
-            where = f"{base}/{path.removeprefix('./')}"
-        found.append(LedgerEntry("file", f"file:{where}", f"{path} ({state})", source, state=state))
+        if _names_file(path):
+            state = "modified" if path in written else "read"
+            where = _under(base, path)
+            entry = LedgerEntry("file", f"file:{where}", f"{path} ({state})", source, state=state)
+            found.append(entry)
+
+
+def _names_file(path: str) -> bool:
+    """Whether a path-shaped word of a command names a file (not a URL, an option, a device)."""
+    return "://" not in path and not path.startswith(("-", "/dev/")) and len(path) >= 4
+
+
+def _under(base: str, path: str) -> str:
+    """``path`` as a command after ``cd base &&`` names it: a relative one, under ``base``."""
+    if base and not path.startswith(("/", "~", "..")):
+        return f"{base}/{path.removeprefix('./')}"
+    return path
 
 
 def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
     """Entries for one tool call's parsed arguments; returns its command, if it ran one."""
-    try:
-        arguments = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(arguments, dict):
+    arguments = _call_arguments(raw)
+    if arguments is None:
         return None
     command: str | None = None
-    writes = bool(_WRITES.search(name))
-    for key, value in arguments.items():
-        if not isinstance(value, str) or not value.strip():
-            continue
+    for key, value in _texts(arguments):
         if key in _PATH_KEYS:
-            path = value.strip()
-            sub = str(arguments.get("command", ""))
-            modified = writes or bool(_WRITES.search(sub))
-            state = "modified" if modified else "read"
-            found.append(
-                LedgerEntry(
-                    "file", f"file:{path}", f"{path} ({state})", f"call {name}", state=state
-                )
-            )
+            found.append(_call_file(name, value.strip(), arguments))
         elif key in _COMMAND_KEYS and command is None and " " in value.strip():
             command = _command(value)
             _command_files(command, f"call {name}", found)
     if command is None and not any(key in _PATH_KEYS for key in arguments):
-        simple = {
-            k: v
-            for k, v in arguments.items()
-            if isinstance(v, (str, int, float)) and len(str(v)) <= 80  # not a thought or a body
-        }
-        if simple and not _READS.match(name):
-            shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
-            command = _command(f"{name}({shown})")
+        return _call_command(name, arguments)
     return command
+
+
+def _call_arguments(raw: str) -> dict[object, object] | None:
+    """A tool call's arguments, parsed: ``None`` unless they are a JSON object."""
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def _texts(arguments: dict[object, object]) -> Iterator[tuple[object, str]]:
+    """The arguments whose value is a text that is not blank."""
+    for key, value in arguments.items():
+        if isinstance(value, str) and value.strip():
+            yield key, value
+
+
+def _call_file(name: str, path: str, arguments: dict[object, object]) -> LedgerEntry:
+    """The file a call's path argument names: modified if the tool (or its sub-command) writes."""
+    sub = str(arguments.get("command", ""))
+    modified = bool(_WRITES.search(name)) or bool(_WRITES.search(sub))
+    state = "modified" if modified else "read"
+    return LedgerEntry("file", f"file:{path}", f"{path} ({state})", f"call {name}", state=state)
+
+
+def _call_command(name: str, arguments: dict[object, object]) -> str | None:
+    """A call that names no file and runs no shell command, shown as a command: ``name(k=v)``.
+
+    Its short arguments only (not a thought or a body); a tool that only reads is no command.
+    """
+    simple = {
+        k: v for k, v in arguments.items() if isinstance(v, (str, int, float)) and len(str(v)) <= 80
+    }
+    if not simple or _READS.match(name):
+        return None
+    shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
+    return _command(f"{name}({shown})")
 
 
 # --- rendering -------------------------------------------------------------------------
@@ -1444,15 +1648,24 @@ def render_entries(entries: Sequence[LedgerEntry]) -> str:
     root = file_root(by_kind.get("file", ()))
     for kind in KINDS:
         if kind in by_kind:
-            heading = HEADINGS[kind]
-            if kind == "file" and root:
-                heading += f" (under {root})"
-            if kind == "error" and all(e.state == "resolved" for e in by_kind[kind]):
-                heading = "Errors"
-            lines.append(f"{heading}:")
-            if kind == "name":  # an index: many on a line, most salient first
-                names = sorted(by_kind[kind], key=lambda e: -e.index)
-                lines.append(", ".join(entry.value for entry in names))
-                continue
-            lines += [entry_line(entry, root) for entry in by_kind[kind]]
+            lines.append(f"{_heading(kind, by_kind[kind], root)}:")
+            lines += _kind_lines(kind, by_kind[kind], root)
     return "\n".join(lines)
+
+
+def _heading(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> str:
+    """The heading of a kind's entries: files name their common root, errors all resolved
+    are no longer open."""
+    if kind == "file" and root:
+        return f"{HEADINGS[kind]} (under {root})"
+    if kind == "error" and all(e.state == "resolved" for e in entries):
+        return "Errors"
+    return HEADINGS[kind]
+
+
+def _kind_lines(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> list[str]:
+    """The lines of a kind's entries: one each, but names as an index on one line."""
+    if kind == "name":  # an index: many on a line, most salient first
+        names = sorted(entries, key=lambda e: -e.index)
+        return [", ".join(entry.value for entry in names)]
+    return [entry_line(entry, root) for entry in entries]
