@@ -560,8 +560,7 @@ def _plan(
     Without it, the rules, constraints, goal and open errors show, and the rest of
     the ledger within a quarter of the span's tokens.
     """
-    asked = options.get("max_tokens")
-    budget = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+    budget = _asked_size(options)
 
     def count(text: str) -> int:
         return _count_text(ctx, text)
@@ -584,17 +583,27 @@ def _plan(
     state = render_entries(shown_entries) if shown_entries else ""
     used = count(state) if state else 0
     left = max(budget - header - used - 4, 0)
-    details = _details(facts, ledger, state)
-    reserve = 0
-    if details:
-        block = "Exact details from the summarized messages:\n" + "\n".join(
-            f"- {fact.text}" for fact in details
-        )
-        # Never out of the summary's least room: a summary too small to hold a sentence
-        # comes back empty, and the compaction fails.
-        reserve = min(count(block) + 1, int(left * _DETAILS_SHARE), max(left - 2 * _MIN_SUMMARY, 0))
+    reserve = _details_reserve(_details(facts, ledger, state), left, count)
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+
+
+def _asked_size(options: Mapping[str, Any]) -> int | None:
+    """The checkpoint's size ``max_tokens`` asks for: a positive int (not a bool), else none."""
+    asked = options.get("max_tokens")
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+
+
+def _details_reserve(details: list[Fact], left: int, count: Callable[[str], int]) -> int:
+    """The tokens kept out of the summary's ``left`` for the exact ``details`` it carries."""
+    if not details:
+        return 0
+    block = "Exact details from the summarized messages:\n" + "\n".join(
+        f"- {fact.text}" for fact in details
+    )
+    # Never out of the summary's least room: a summary too small to hold a sentence
+    # comes back empty, and the compaction fails.
+    return min(count(block) + 1, int(left * _DETAILS_SHARE), max(left - 2 * _MIN_SUMMARY, 0))
 
 
 def _details(facts: Sequence[Fact], ledger: Ledger, shown: str) -> list[Fact]:
