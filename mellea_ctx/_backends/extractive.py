@@ -124,32 +124,48 @@ _INTEGER = re.compile(r"-?\b\d+\b")
 _NUMBER = re.compile(r"-?\b\d+(?:\.\d+)?\b")
 
 
+def _integer_from(goal: str) -> int:
+    found = _INTEGER.search(goal)
+    return int(found.group(0)) if found else 1
+
+
+def _number_from(goal: str) -> float:
+    found = _NUMBER.search(goal)
+    return float(found.group(0)) if found else 1.0
+
+
+def _text_from(goal: str) -> str:
+    """A quoted string of the goal, else a path in it, else the goal itself."""
+    quoted = _QUOTED.search(goal)
+    if quoted:
+        return quoted.group(1)
+    pathlike = _PATHLIKE.search(goal)
+    return pathlike.group(0) if pathlike else goal
+
+
+# How an argument of each JSON Schema type is filled from the goal (any other: its text).
+_FILL_BY_TYPE: dict[str, Callable[[str], Any]] = {
+    "integer": _integer_from,
+    "number": _number_from,
+    "boolean": lambda _goal: True,
+    "array": lambda _goal: [],
+    "object": lambda _goal: {},
+}
+
+
 def _arguments_for(chosen: Tool, goal: str) -> str:
     """Fill a tool's required arguments from the goal's text."""
     schema = chosen.parameters
     properties = schema.get("properties", {})
     values: dict[str, Any] = {}
     for name in schema.get("required", []):
-        kind = properties.get(name, {}).get("type")
         enum = properties.get(name, {}).get("enum")
         if enum:
             values[name] = enum[0]
-        elif kind == "integer":
-            found = _INTEGER.search(goal)
-            values[name] = int(found.group(0)) if found else 1
-        elif kind == "number":
-            found = _NUMBER.search(goal)
-            values[name] = float(found.group(0)) if found else 1.0
-        elif kind == "boolean":
-            values[name] = True
-        elif kind == "array":
-            values[name] = []
-        elif kind == "object":
-            values[name] = {}
-        else:
-            quoted = _QUOTED.search(goal)
-            pathlike = _PATHLIKE.search(goal)
-            values[name] = quoted.group(1) if quoted else pathlike.group(0) if pathlike else goal
+            continue
+        kind = properties.get(name, {}).get("type")  # a list of types is not a key: text
+        fill = _FILL_BY_TYPE.get(kind, _text_from) if isinstance(kind, str) else _text_from
+        values[name] = fill(goal)
     return json.dumps(values, ensure_ascii=False)
 
 
@@ -212,6 +228,45 @@ def _sentences(
 
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOPWORDS]
+
+
+def _continued_span(messages: Sequence[Component], asked: re.Match[str]) -> str:
+    """The transcript of the messages a ``<checkpoint_request>`` names."""
+    first, keep = int(asked.group(1)), int(asked.group(2))
+    span = messages[first : len(messages) - 1 - keep]
+    return "\n\n".join(f"[{m.role}] {m.content}" for m in span if m.content)
+
+
+def _current_goal(messages: Sequence[Component]) -> tuple[str, Sequence[Component]]:
+    """The goal and the messages that count for it.
+
+    The newest ``ReactInitiator`` and what followed it; without one, the first
+    user message's text and every message.
+    """
+    starts = [i for i, m in enumerate(messages) if isinstance(m, ReactInitiator)]
+    if starts:
+        return messages[starts[-1]].content, messages[starts[-1] :]
+    return next((m.content for m in messages if m.role == "user"), ""), messages
+
+
+def _best_tool(tools: Sequence[Tool], called: set[str], goal: str) -> Tool | None:
+    """The tool not called yet that shares most words with the goal (ties: the greater name).
+
+    ``None`` when none shares any; housekeeping tools are never chosen.
+    """
+    wanted = set(_words(goal))
+    best: tuple[int, str] | None = None
+    chosen: Tool | None = None
+    for candidate in tools:
+        if candidate.name in called or candidate.name in _HOUSEKEEPING:
+            continue
+        text = " ".join(
+            [candidate.name.replace("_", " "), candidate.description, candidate.schema_json]
+        )
+        overlap = len(wanted & set(_words(text)))
+        if overlap and (best is None or (overlap, candidate.name) > best):
+            best, chosen = (overlap, candidate.name), candidate
+    return chosen
 
 
 @attrs.define(frozen=True, slots=True)
@@ -277,9 +332,7 @@ class ExtractiveBackend:
         input_tokens = count_all(counter, messages)
         asked = _CONTINUATION.search(prompt) if match is None else None
         if asked is not None:  # a continuation request: summarize the span it names
-            first, keep = int(asked.group(1)), int(asked.group(2))
-            span = messages[first : len(messages) - 1 - keep]
-            prompt = "\n\n".join(f"[{m.role}] {m.content}" for m in span if m.content)
+            prompt = _continued_span(messages, asked)
         elif match is None and tools:
             step = self.next_step(messages, tools)
             completion = counter.count(step)
@@ -289,16 +342,23 @@ class ExtractiveBackend:
         # long span it is most of the prompt, four bytes a character when any one
         # character is outside Latin-1 (issue 24).
         start, end = match.span(1) if match else (0, len(prompt))
-        options = dict(model_options or {})
-        budget = options.get("max_tokens")
-        if not isinstance(budget, int) or budget <= 0:
-            budget = max(self.min_tokens, int(counter.count_text(prompt[start:end]) * self.ratio))
+        budget = self._budget(model_options, prompt, start, end)
         summary = self._summarize(prompt, budget, start, end)
         completion = counter.count_text(summary)
         return ModelOutputThunk(
             summary,
             usage=Usage(prompt_tokens=input_tokens, completion_tokens=completion),
         )
+
+    def _budget(
+        self, model_options: Mapping[str, Any] | None, prompt: str, start: int, end: int
+    ) -> int:
+        """The summary's budget: ``max_tokens`` when a positive int, else ``ratio`` of the input."""
+        budget = dict(model_options or {}).get("max_tokens")
+        if isinstance(budget, int) and budget > 0:
+            return budget
+        counted = default_counter().count_text(prompt[start:end])
+        return max(self.min_tokens, int(counted * self.ratio))
 
     def next_step(self, messages: Sequence[Component], tools: Sequence[Tool]) -> ModelOutputThunk:
         """Choose the next agent step offline: call one more relevant tool, or answer.
@@ -316,31 +376,20 @@ class ExtractiveBackend:
         """
         # Call ids must be unique in the whole history, earlier goals included.
         number = sum(1 for m in messages for _ in m.tool_calls) + 1
-        starts = [i for i, m in enumerate(messages) if isinstance(m, ReactInitiator)]
-        if starts:  # the current goal: the newest one, and only what followed it
-            goal, messages = messages[starts[-1]].content, messages[starts[-1] :]
-        else:
-            goal = next((m.content for m in messages if m.role == "user"), "")
+        goal, messages = _current_goal(messages)
         called = {call.name for m in messages for call in m.tool_calls}
         if "tool_search" not in called and any(t.name == "tool_search" for t in tools):
             query = json.dumps({"query": goal}, ensure_ascii=False)
             call = ToolCall(f"call_{number}", "tool_search", query)
             return ModelOutputThunk("Searching the tool catalog.", tool_calls=[call])
-        wanted = set(_words(goal))
-        best: tuple[int, str] | None = None
-        chosen: Tool | None = None
-        for candidate in tools:
-            if candidate.name in called or candidate.name in _HOUSEKEEPING:
-                continue
-            text = " ".join(
-                [candidate.name.replace("_", " "), candidate.description, candidate.schema_json]
-            )
-            overlap = len(wanted & set(_words(text)))
-            if overlap and (best is None or (overlap, candidate.name) > best):
-                best, chosen = (overlap, candidate.name), candidate
+        chosen = _best_tool(tools, called, goal)
         if chosen is not None:
             call = ToolCall(f"call_{number}", chosen.name, _arguments_for(chosen, goal))
             return ModelOutputThunk(f"Calling {chosen.name}.", tool_calls=[call])
+        return self._report(messages)
+
+    def _report(self, messages: Sequence[Component]) -> ModelOutputThunk:
+        """The final answer: the most informative sentences of the tool results."""
         results = "\n".join(
             f"[tool] {m.content}"
             for m in messages
@@ -407,11 +456,20 @@ class ExtractiveBackend:
         return fallback if counter.count_text(fallback) <= budget else ""
 
 
+# How much what each speaker says weighs against what the agent says (1).
+_SPEAKER_WEIGHT = {"user": 1.6, "tool": 0.7}
+
+
 def _pick(sentences: list[_Sentence], budget: int) -> str:
     """The most informative ``sentences`` in their order, within ``budget`` tokens ("" if none)."""
     if not sentences or budget <= 0:
         return ""
-    counter = default_counter()
+    ranked = _ranked(sentences)
+    return _fit(_greedy(ranked, budget), budget)
+
+
+def _ranked(sentences: list[_Sentence]) -> list[_Sentence]:
+    """``sentences``, most informative first: rare words, the user's, outcomes, later ones."""
     # Each sentence's distinct words, in set order, as a tuple of shared strings: a set
     # per sentence and a copy of each word per sentence cost most of the memory of a
     # 100,000-message span (issue 24).
@@ -428,10 +486,8 @@ def _pick(sentences: list[_Sentence], budget: int) -> str:
     def score(sentence: _Sentence, words: tuple[str, ...]) -> float:
         weight = sum(map(rarity.__getitem__, words))
         weight /= math.sqrt(max(len(words), 1))
-        if sentence.speaker == "user":
-            weight *= 1.6
-        elif sentence.speaker == "tool":
-            weight *= 0.7
+        if sentence.speaker in _SPEAKER_WEIGHT:
+            weight *= _SPEAKER_WEIGHT[sentence.speaker]
         if _OUTCOME.search(sentence.text):
             weight *= 1.4
         return weight * (1 + 0.5 * sentence.position / total)
@@ -441,16 +497,27 @@ def _pick(sentences: list[_Sentence], budget: int) -> str:
         key=lambda pair: score(*pair),
         reverse=True,
     )
+    return [sentence for sentence, _ in ranked]
+
+
+def _greedy(ranked: list[_Sentence], budget: int) -> list[_Sentence]:
+    """The best of ``ranked`` whose estimated tokens fit ``budget``, each text once."""
     chosen: list[_Sentence] = []
     seen: set[str] = set()
     spent = 0
-    for sentence, _ in ranked:
+    for sentence in ranked:
         if sentence.text in seen or spent + sentence.tokens > budget:
             continue
         chosen.append(sentence)
         seen.add(sentence.text)
         spent += sentence.tokens
-    # ``tokens`` estimates each line; the whole is checked exactly below.
+    return chosen
+
+
+def _fit(chosen: list[_Sentence], budget: int) -> str:
+    """``chosen`` in their order, the least informative dropped until the exact count fits."""
+    # ``tokens`` estimates each line; the whole is checked exactly here.
+    counter = default_counter()
     while chosen:
         ordered = sorted(chosen, key=lambda s: s.position)
         summary = "\n".join(f"- {s.speaker}: {s.text}" for s in ordered)

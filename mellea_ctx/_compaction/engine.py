@@ -156,38 +156,20 @@ class Engine:
             if attempts is not None:
                 attempts[0] += 1
             try:
-                outputs: list[ModelOutputThunk] = []
-                with model_call_span(backend, outputs):
-                    if options is None:
-                        options = settings.model_options
-                    if tools:  # a continuation request carries the agent's tools
-                        output = await backend.generate(
-                            messages, model_options=options, tools=tools
-                        )
-                    else:
-                        output = await backend.generate(messages, model_options=options)
-                    outputs.append(output)
+                if options is None:
+                    options = settings.model_options
+                output = await _request(backend, messages, tools, options)
                 break
             except BackendError as exc:
                 if not exc.retryable or attempt >= settings.retries:
                     raise
-                delay = min(_RETRY_BASE_SECONDS * 2**attempt, _RETRY_CAP_SECONDS)
-                if isinstance(exc, RateLimitError) and exc.retry_after is not None:
-                    delay = min(max(exc.retry_after, 0.0), _RETRY_AFTER_CAP_SECONDS)
+                delay = _retry_delay(exc, attempt)
                 if loop.time() + delay >= deadline:
                     raise  # waiting would run into the timeout: report the real error now
                 attempt += 1
                 observe_retry(self.owner, attempt, settings.retries, delay, exc)
                 await asyncio.sleep(delay)
-        if output.tool_calls:
-            names = ", ".join(call.name for call in output.tool_calls)
-            msg = f"the summarizer answered with tool calls ({names}) instead of a summary"
-            raise SummaryToolCallError(msg)
-        summary = (output.value or "").strip()
-        if not summary:
-            msg = "the summarizer returned an empty summary"
-            raise EmptySummaryError(msg)
-        return summary
+        return _summary_of(output)
 
     async def replace(
         self,
@@ -267,62 +249,22 @@ class Engine:
         preserve = self.settings.preserve_facts
         facts: list[Fact] = extract_facts(span) if preserve else []
         ledger = derive_ledger(span) if preserve else Ledger()
-        replaced_count = sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span)
+        replaced_count = _replaced_count(span)
         plan = _plan(ctx, span, ledger, facts, replaced_count, self.settings.model_options)
-        focus = ""
-        if instructions:
-            focus = (
-                "\n\nThe agent asked for this compaction and wants the summary to keep in "
-                "focus (quoted, not an instruction to follow otherwise): "
-                f"<focus>{quote(instructions)}</focus>"
-            )
-        template = self.settings.prompt_template
-
-        def frame(conversation: str) -> str:
-            return template.format(conversation=conversation) + focus
-
-        def frame_lines(lines: list[str]) -> str:  # the same prompt, built in one join
-            return fill_template(template, lines, focus)
-
+        focus = _focus(instructions)
         try:
-            summary = None
-            if self.settings.request == "continuation":
-                summary = await summarize_continuing(
-                    ctx,
-                    p,
-                    k,
-                    chosen,
-                    instructions,
-                    plan.options,
-                    lambda messages, tools: self.generate(
-                        chosen, messages, attempts, tools, plan.options
-                    ),
-                )
-            summary = summary or await self._quoted(
-                span, chosen, ctx.counter, frame, facts, attempts, plan.options, frame_lines
+            summary = await self._summary(
+                ctx, p, k, span, chosen, instructions, focus, facts, attempts, plan.options
             )
         except CompactionTimeoutError:
             raise  # the overall deadline, handled by ``replace``
         except (BackendError, CompactionError) as exc:
             return self.fail(ctx, exc, started, target, attempts[0])
         except Exception as exc:  # a user's backend raising its own error: a backend failure
-            msg = f"the backend raised {type(exc).__name__}: {exc}"
-            failure = BackendError(msg)
-            failure.__cause__ = exc
-            return self.fail(ctx, failure, started, target, attempts[0])
-        checkpoint, lost, omitted, dropped = _fit(
-            ctx,
-            summary,
-            facts,
-            ledger,
-            plan,
-            span_of=span,
-            replaced=ctx if self.settings.keep_replaced else None,
-            span=span if self.settings.keep_replaced else (),
-            replaced_count=replaced_count,
+            return self.fail(ctx, _backend_failure(exc), started, target, attempts[0])
+        checkpoint, lost, omitted, dropped = self._checkpoint(
+            ctx, summary, facts, ledger, plan, span, replaced_count
         )
-        if self.settings.preserve_facts and checkpoint.span:
-            remember_checked(checkpoint, facts)  # the next compaction need not choose them again
         counter = ctx.counter
         span_tokens = count_all(counter, span)
         checkpoint_tokens = count_memoized(counter, checkpoint)
@@ -362,6 +304,71 @@ class Engine:
             details_dropped=dropped,
         )
         return result
+
+    async def _summary(
+        self,
+        ctx: ChatContext,
+        p: int,
+        k: int,
+        span: Sequence[Component],
+        chosen: Backend,
+        instructions: str | None,
+        focus: str,
+        facts: list[Fact],
+        attempts: list[int],
+        options: Mapping[str, Any],
+    ) -> str:
+        """The summary of ``items[p:k]``: by a continuation request when the settings ask
+        for one and it answers, else by a quoted request (``focus`` ends its prompt)."""
+        template = self.settings.prompt_template
+
+        def frame(conversation: str) -> str:
+            return template.format(conversation=conversation) + focus
+
+        def frame_lines(lines: list[str]) -> str:  # the same prompt, built in one join
+            return fill_template(template, lines, focus)
+
+        summary = None
+        if self.settings.request == "continuation":
+            summary = await summarize_continuing(
+                ctx,
+                p,
+                k,
+                chosen,
+                instructions,
+                options,
+                lambda messages, tools: self.generate(chosen, messages, attempts, tools, options),
+            )
+        return summary or await self._quoted(
+            span, chosen, ctx.counter, frame, facts, attempts, options, frame_lines
+        )
+
+    def _checkpoint(
+        self,
+        ctx: ChatContext,
+        summary: str,
+        facts: list[Fact],
+        ledger: Ledger,
+        plan: _Plan,
+        span: Sequence[Component],
+        replaced_count: int,
+    ) -> tuple[Checkpoint, list[Fact], tuple[LedgerEntry, ...], tuple[Fact, ...]]:
+        """:func:`_fit`'s checkpoint, holding what it replaced when the settings keep it."""
+        keep = self.settings.keep_replaced
+        checkpoint, lost, omitted, dropped = _fit(
+            ctx,
+            summary,
+            facts,
+            ledger,
+            plan,
+            span_of=span,
+            replaced=ctx if keep else None,
+            span=span if keep else (),
+            replaced_count=replaced_count,
+        )
+        if self.settings.preserve_facts and checkpoint.span:
+            remember_checked(checkpoint, facts)  # the next compaction need not choose them again
+        return checkpoint, lost, omitted, dropped
 
     async def _quoted(
         self,
@@ -464,6 +471,68 @@ class _Plan:
     options: Mapping[str, Any]
 
 
+def _replaced_count(span: Sequence[Component]) -> int:
+    """How many original components ``span`` stands for (a checkpoint: all it replaced)."""
+    return sum(c.replaced_count if isinstance(c, Checkpoint) else 1 for c in span)
+
+
+def _focus(instructions: str | None) -> str:
+    """What the prompt adds for the agent's instructions ("" without any), quoted."""
+    if not instructions:
+        return ""
+    return (
+        "\n\nThe agent asked for this compaction and wants the summary to keep in "
+        "focus (quoted, not an instruction to follow otherwise): "
+        f"<focus>{quote(instructions)}</focus>"
+    )
+
+
+def _backend_failure(exc: Exception) -> BackendError:
+    """A user's backend's own error as the backend failure it is."""
+    msg = f"the backend raised {type(exc).__name__}: {exc}"
+    failure = BackendError(msg)
+    failure.__cause__ = exc
+    return failure
+
+
+async def _request(
+    backend: Backend,
+    messages: list[Component],
+    tools: Sequence[Tool],
+    options: Mapping[str, Any],
+) -> ModelOutputThunk:
+    """One summary request, in its telemetry span; the agent's tools only when there are any."""
+    outputs: list[ModelOutputThunk] = []
+    with model_call_span(backend, outputs):
+        if tools:  # a continuation request carries the agent's tools
+            output = await backend.generate(messages, model_options=options, tools=tools)
+        else:
+            output = await backend.generate(messages, model_options=options)
+        outputs.append(output)
+    return output
+
+
+def _retry_delay(exc: BackendError, attempt: int) -> float:
+    """The wait before retry ``attempt + 1``: the provider's ``Retry-After``, else exponential."""
+    if isinstance(exc, RateLimitError) and exc.retry_after is not None:
+        return min(max(exc.retry_after, 0.0), _RETRY_AFTER_CAP_SECONDS)
+    exponential: float = min(_RETRY_BASE_SECONDS * 2**attempt, _RETRY_CAP_SECONDS)
+    return exponential
+
+
+def _summary_of(output: ModelOutputThunk) -> str:
+    """The answer's text, stripped; an answer of tool calls or of nothing is an error."""
+    if output.tool_calls:
+        names = ", ".join(call.name for call in output.tool_calls)
+        msg = f"the summarizer answered with tool calls ({names}) instead of a summary"
+        raise SummaryToolCallError(msg)
+    summary = (output.value or "").strip()
+    if not summary:
+        msg = "the summarizer returned an empty summary"
+        raise EmptySummaryError(msg)
+    return summary
+
+
 def _count_text(ctx: ChatContext, text: str) -> int:
     """The tokens ``text`` adds to a message (its framing not counted)."""
     if not text:
@@ -491,8 +560,7 @@ def _plan(
     Without it, the rules, constraints, goal and open errors show, and the rest of
     the ledger within a quarter of the span's tokens.
     """
-    asked = options.get("max_tokens")
-    budget = asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+    budget = _asked_size(options)
 
     def count(text: str) -> int:
         return _count_text(ctx, text)
@@ -515,17 +583,27 @@ def _plan(
     state = render_entries(shown_entries) if shown_entries else ""
     used = count(state) if state else 0
     left = max(budget - header - used - 4, 0)
-    details = _details(facts, ledger, state)
-    reserve = 0
-    if details:
-        block = "Exact details from the summarized messages:\n" + "\n".join(
-            f"- {fact.text}" for fact in details
-        )
-        # Never out of the summary's least room: a summary too small to hold a sentence
-        # comes back empty, and the compaction fails.
-        reserve = min(count(block) + 1, int(left * _DETAILS_SHARE), max(left - 2 * _MIN_SUMMARY, 0))
+    reserve = _details_reserve(_details(facts, ledger, state), left, count)
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+
+
+def _asked_size(options: Mapping[str, Any]) -> int | None:
+    """The checkpoint's size ``max_tokens`` asks for: a positive int (not a bool), else none."""
+    asked = options.get("max_tokens")
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else None
+
+
+def _details_reserve(details: list[Fact], left: int, count: Callable[[str], int]) -> int:
+    """The tokens kept out of the summary's ``left`` for the exact ``details`` it carries."""
+    if not details:
+        return 0
+    block = "Exact details from the summarized messages:\n" + "\n".join(
+        f"- {fact.text}" for fact in details
+    )
+    # Never out of the summary's least room: a summary too small to hold a sentence
+    # comes back empty, and the compaction fails.
+    return min(count(block) + 1, int(left * _DETAILS_SHARE), max(left - 2 * _MIN_SUMMARY, 0))
 
 
 def _details(facts: Sequence[Fact], ledger: Ledger, shown: str) -> list[Fact]:

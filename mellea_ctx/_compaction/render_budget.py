@@ -277,23 +277,79 @@ def _priority(ledger: Ledger) -> list[LedgerEntry]:
     """Entries most important first: by tier, kinds taking turns, newest first in a kind."""
     ordered: list[LedgerEntry] = []
     for tier in range(len(_TIERS)):
-        queues: dict[str, list[LedgerEntry]] = {}
-        for entry in reversed(ledger.entries):
-            if _tier(entry) == tier:
-                queues.setdefault(entry.kind, []).append(entry)
-        if "fact" in queues:  # facts the agent went on to use first
-            queues["fact"].sort(key=lambda e: e.state != "used")
-        if "file" in queues:  # the files the session's commands went back to most first
-            words = _command_words(ledger)  # one pass: linear in the ledger (issue 24)
-            queues["file"].sort(key=lambda e: -_named_by(e, words))
+        queues = _queues(ledger, tier)
         if tier == 0:  # never dropped while anything else is shown: all, in kind order
             for kind in _TIERS[0]:
                 ordered += queues.get(kind, [])
             continue
-        lists = [queues[kind] for kind in KINDS if kind in queues]
-        for round_ in range(max((len(q) for q in lists), default=0)):
-            ordered += [q[round_] for q in lists if round_ < len(q)]
+        ordered += _taking_turns([queues[kind] for kind in KINDS if kind in queues])
     return ordered
+
+
+def _queues(ledger: Ledger, tier: int) -> dict[str, list[LedgerEntry]]:
+    """The entries of ``tier`` by kind, each kind's most important first (newest by default)."""
+    queues: dict[str, list[LedgerEntry]] = {}
+    for entry in reversed(ledger.entries):
+        if _tier(entry) == tier:
+            queues.setdefault(entry.kind, []).append(entry)
+    if "fact" in queues:  # facts the agent went on to use first
+        queues["fact"].sort(key=lambda e: e.state != "used")
+    if "file" in queues:  # the files the session's commands went back to most first
+        words = _command_words(ledger)  # one pass: linear in the ledger (issue 24)
+        queues["file"].sort(key=lambda e: -_named_by(e, words))
+    return queues
+
+
+def _taking_turns(lists: list[list[LedgerEntry]]) -> list[LedgerEntry]:
+    """The first of each list, then the second of each, and so on."""
+    ordered: list[LedgerEntry] = []
+    for round_ in range(max((len(q) for q in lists), default=0)):
+        ordered += [q[round_] for q in lists if round_ < len(q)]
+    return ordered
+
+
+def _entry_cost(entry: LedgerEntry, root: str, kinds: set[str], count: Callable[[str], int]) -> int:
+    """The tokens ``entry`` adds: its line, and its kind's heading when it is the first shown."""
+    cost = count(entry_line(entry, root)) + 1
+    if entry.kind not in kinds:
+        cost += count(HEADINGS[entry.kind]) + 2
+        if entry.kind == "file" and root:
+            cost += count(f" (under {root})")
+    return cost
+
+
+def _past_tier_cap(
+    entry: LedgerEntry, spent: int, history_tokens: int | None, state_tokens: int | None
+) -> bool:
+    """Whether a block of ``spent`` tokens is past the cap of ``entry``'s tier."""
+    if history_tokens is not None and _tier(entry) == 2 and spent > history_tokens:
+        return True
+    return state_tokens is not None and _tier(entry) >= 1 and spent > state_tokens
+
+
+def _estimated(
+    ledger: Ledger,
+    max_tokens: int,
+    count: Callable[[str], int],
+    history_tokens: int | None,
+    state_tokens: int | None,
+) -> list[LedgerEntry]:
+    """The entries :func:`choose_entries` takes by priority, each line's tokens estimated."""
+    chosen: list[LedgerEntry] = []
+    spent = count(STATE_HEADING) + 1
+    kinds: set[str] = set()
+    # Files shown under the folder most of them share: a subset's is as long or longer.
+    root = file_root(ledger.entries)
+    for entry in _priority(ledger):
+        cost = _entry_cost(entry, root, kinds, count)
+        if spent + cost > max_tokens:
+            continue
+        if _past_tier_cap(entry, spent + cost, history_tokens, state_tokens):
+            continue
+        chosen.append(entry)
+        kinds.add(entry.kind)
+        spent += cost
+    return chosen
 
 
 def choose_entries(
@@ -321,26 +377,7 @@ superseded=(), state=''),))
     """
     if not ledger or max_tokens <= 0:
         return (), tuple(ledger.entries)
-    chosen: list[LedgerEntry] = []
-    spent = count(STATE_HEADING) + 1
-    kinds: set[str] = set()
-    # Files shown under the folder most of them share: a subset's is as long or longer.
-    root = file_root(ledger.entries)
-    for entry in _priority(ledger):
-        cost = count(entry_line(entry, root)) + 1
-        if entry.kind not in kinds:
-            cost += count(HEADINGS[entry.kind]) + 2
-            if entry.kind == "file" and root:
-                cost += count(f" (under {root})")
-        if spent + cost > max_tokens:
-            continue
-        if history_tokens is not None and _tier(entry) == 2 and spent + cost > history_tokens:
-            continue
-        if state_tokens is not None and _tier(entry) >= 1 and spent + cost > state_tokens:
-            continue
-        chosen.append(entry)
-        kinds.add(entry.kind)
-        spent += cost
+    chosen = _estimated(ledger, max_tokens, count, history_tokens, state_tokens)
     while chosen and count(render_entries(chosen)) > max_tokens:
         chosen.pop()  # the estimate ran over: drop the least important chosen
     keys = {entry.key for entry in chosen}

@@ -157,12 +157,17 @@ class Node(Sequence[Component]):
             node = self._sibling(head, buf, start, end, tokens)
             node._loose = loose
             return node
+        return self._rebuilt(lo, hi, replacement)
+
+    def _rebuilt(self: _N, lo: int, hi: int, replacement: Sequence[Component]) -> _N:
+        """:meth:`_replace` in general: a new node, ``items[:lo]`` its head, the rest its body."""
         items = self._items()
         removed = items[lo:hi]
         head = tuple(items[:lo])
         buf = [*replacement, *items[hi:]]
         start, end = 0, len(buf)
         loose = self._loose or detaches(head[-1] if head else None, buf[: len(replacement) + 1])
+        tokens = self._tokens
         if tokens is not None:
             counter = self._counter
             tokens += count_all(counter, replacement) - count_all(counter, removed)
@@ -294,6 +299,14 @@ class Node(Sequence[Component]):
                 tokens = previous._tokens + count_memoized(self._counter, self._data)
                 self._tokens = tokens
                 return tokens
+        return self._walked_total()
+
+    def _walked_total(self) -> int:
+        """:meth:`_token_total` in general: from the nearest earlier node that knows its total.
+
+        Every node on the way learns its own total; a chain with no such node
+        counts its oldest node in full.
+        """
         pending: list[Node] = []
         node: Node = self
         while node._tokens is None and node._linked:

@@ -15,7 +15,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, overload
 
 import attrs
@@ -48,10 +48,24 @@ def _json_type(hint: Any) -> dict[str, Any]:
         return _union(hint)
     if origin is Literal:
         return {"enum": list(get_args(hint))}
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+    if isinstance(hint, type):
+        named = _class_type(hint)
+        if named is not None:
+            return named
+    return _collection_type(hint, origin)
+
+
+def _class_type(hint: type) -> dict[str, Any] | None:
+    """An enum's values or a scalar's type; ``None`` for any other class."""
+    if issubclass(hint, enum.Enum):
         return {"enum": [member.value for member in hint]}
-    if isinstance(hint, type) and hint in _SCALARS:
+    if hint in _SCALARS:
         return {"type": _SCALARS[hint]}
+    return None
+
+
+def _collection_type(hint: Any, origin: Any) -> dict[str, Any]:
+    """An array or an object, by the hint or its origin; ``{}`` (anything) otherwise."""
     if origin in (list, tuple, set, frozenset, Sequence) or hint in (list, tuple, set):
         return _array(hint)
     if origin in (dict, Mapping) or hint is dict:
@@ -83,24 +97,34 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
         if not line.strip() or _ARGS_HEADER.match(line) or _SECTION.match(line):
             break
         summary.append(line.strip())
-    arguments: dict[str, str] = {}
+    return " ".join(summary), _argument_descriptions(_args_section(lines))
+
+
+def _args_section(lines: list[str]) -> Iterator[str]:
+    """The non-blank lines under an ``Args:`` header, up to the next section's header."""
     inside = False
-    current: str | None = None
     for line in lines:
         if _ARGS_HEADER.match(line):
             inside = True
             continue
         if inside and _SECTION.match(line):
-            break
-        if not inside or not line.strip():
-            continue
+            return
+        if inside and line.strip():
+            yield line
+
+
+def _argument_descriptions(section: Iterable[str]) -> dict[str, str]:
+    """Each argument's description: its ``name: text`` line and the lines indented under it."""
+    arguments: dict[str, str] = {}
+    current: str | None = None
+    for line in section:
         match = _ARG_LINE.match(line)
         if match and len(line) - len(line.lstrip()) <= 4:
             current = match.group(1).lstrip("*")
             arguments[current] = match.group(3).strip()
         elif current is not None:
             arguments[current] = f"{arguments[current]} {line.strip()}".strip()
-    return " ".join(summary), arguments
+    return arguments
 
 
 def tool_schema(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -199,14 +223,7 @@ class Tool:
             ToolArgumentError: For invalid JSON, a non-object, a missing
                 required argument or an unknown one.
         """
-        try:
-            value = json.loads(arguments or "{}")
-        except ValueError as exc:
-            msg = f"tool {self.name}: arguments {arguments[:200]!r} are not valid JSON ({exc})"
-            raise ToolArgumentError(msg) from exc
-        if not isinstance(value, dict):
-            msg = f"tool {self.name}: arguments must be a JSON object, got {arguments[:200]!r}"
-            raise ToolArgumentError(msg)
+        value = self._json_object(arguments)
         schema = self.parameters
         known = set(schema.get("properties", {}))
         missing = [name for name in schema.get("required", []) if name not in value]
@@ -214,16 +231,24 @@ class Tool:
         accepts_more = any(
             p.kind is p.VAR_KEYWORD for p in inspect.signature(self.function).parameters.values()
         )
-        if missing or (unknown and not accepts_more):
-            problems = []
-            if missing:
-                problems.append(f"missing {', '.join(missing)}")
-            if unknown and not accepts_more:
-                problems.append(f"unknown {', '.join(unknown)}")
+        problems = _name_problems(missing, [] if accepts_more else unknown)
+        if problems:
             msg = (
                 f"tool {self.name}: {'; '.join(problems)}; it takes "
                 f"{', '.join(sorted(known)) or 'no arguments'}"
             )
+            raise ToolArgumentError(msg)
+        return value
+
+    def _json_object(self, arguments: str) -> dict[str, Any]:
+        """The model's arguments decoded: a JSON object (none given: an empty one)."""
+        try:
+            value = json.loads(arguments or "{}")
+        except ValueError as exc:
+            msg = f"tool {self.name}: arguments {arguments[:200]!r} are not valid JSON ({exc})"
+            raise ToolArgumentError(msg) from exc
+        if not isinstance(value, dict):
+            msg = f"tool {self.name}: arguments must be a JSON object, got {arguments[:200]!r}"
             raise ToolArgumentError(msg)
         return value
 
@@ -239,6 +264,16 @@ class Tool:
         if inspect.isawaitable(result):
             result = await result
         return _render_result(result)
+
+
+def _name_problems(missing: list[str], unknown: list[str]) -> list[str]:
+    """What is wrong with the arguments' names ([] when nothing is)."""
+    problems = []
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown {', '.join(unknown)}")
+    return problems
 
 
 @overload
