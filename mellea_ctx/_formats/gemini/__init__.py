@@ -137,23 +137,27 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
-    inner = part[key]
+def _is_media(inner: Any, fields: tuple[str, str], *, needs_mime: bool) -> bool:
+    """Whether ``inner`` holds only ``fields``: a string payload and a string (or no) mime."""
     if not isinstance(inner, Mapping) or not set(inner) <= set(fields):
+        return False
+    mime, payload = (inner.get(f) for f in fields)
+    if needs_mime and mime is None:
+        return False
+    return type(payload) is str and (mime is None or type(mime) is str)
+
+
+def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
+    inline = key == "inlineData"  # base64 data, which needs its mime; else a file's uri
+    inner = part[key]
+    if not _is_media(inner, fields, needs_mime=inline):
         return None
     mime, payload = (inner.get(f) for f in fields)
-    if type(payload) is not str or (mime is not None and type(mime) is not str):
-        return None
-    if key == "inlineData" and mime is None:
-        return None
     extra = other_keys(part, key)
-    is_image = mime is not None and mime.startswith("image/")
-    if key == "inlineData":
-        kind = pt.ImagePart if is_image else pt.DocumentPart
+    kind = pt.ImagePart if mime is not None and mime.startswith("image/") else pt.DocumentPart
+    if inline:
         return kind(data=payload, media_type=mime, extra=extra)
-    if is_image:
-        return pt.ImagePart(url=payload, media_type=mime, extra=extra)
-    return pt.DocumentPart(url=payload, media_type=mime, extra=extra)
+    return kind(url=payload, media_type=mime, extra=extra)
 
 
 def _read_part(part: Mapping[str, Any]) -> pt.Part:
@@ -188,55 +192,69 @@ def _inner_extra(part: Mapping[str, Any], key: str, known: tuple[str, ...]) -> d
     return extra
 
 
-def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
-    inner = part["functionCall"]
+def _named(part: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    """``part[key]``, a call or response, which must be an object with a non-empty name."""
+    inner = part[key]
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise invalid(where, f"functionCall={short_repr(inner)} needs a non-empty 'name'")
+        raise invalid(where, f"{key}={short_repr(inner)} needs a non-empty 'name'")
+    return inner
+
+
+def _given_id(inner: Mapping[str, Any]) -> str | None:
+    """The call or response's own ``id``, or ``None`` when it has no usable one."""
     given = inner.get("id")
-    known: tuple[str, ...] = ("name", "args", "id")
-    made_up = type(given) is not str or not given
-    call_id = f"{SYNTHETIC_ID_PREFIX}{number}" if made_up else str(given)
-    if made_up:
-        known = ("name", "args")  # an invalid id stays under extra, verbatim
-    args = inner.get("args")
-    if "args" in inner and not isinstance(args, Mapping):
-        known = tuple(k for k in known if k != "args")  # kept verbatim under extra
-    arguments = _json_text(args, where, "functionCall args") if isinstance(args, Mapping) else ""
-    extra = _inner_extra(part, "functionCall", known)
-    if made_up:
+    return given if type(given) is str and given else None
+
+
+def _read_keys(inner: Mapping[str, Any], payload: str) -> tuple[str, ...]:
+    """The keys of ``inner`` read into the component; an invalid id or a ``payload``
+    that is not an object stays under extra, verbatim."""
+    keys = ["name"]
+    if _given_id(inner) is not None:
+        keys.append("id")
+    if isinstance(inner.get(payload), Mapping):
+        keys.append(payload)
+    return tuple(keys)
+
+
+def _payload_text(inner: Mapping[str, Any], payload: str, where: str, field: str) -> str:
+    """``inner[payload]`` as JSON text, or ``""`` when it is not an object."""
+    value = inner.get(payload)
+    return _json_text(value, where, field) if isinstance(value, Mapping) else ""
+
+
+def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
+    inner = _named(part, "functionCall", where)
+    given = _given_id(inner)
+    call_id = f"{SYNTHETIC_ID_PREFIX}{number}" if given is None else given
+    arguments = _payload_text(inner, "args", where, "functionCall args")
+    extra = _inner_extra(part, "functionCall", _read_keys(inner, "args"))
+    if given is None:
         extra = with_notes(extra, id="absent")
     return ToolCall(call_id, inner["name"], arguments, extra=extra)
 
 
+def _answered(pending: list[ToolCall], given: str | None, name: str) -> tuple[str, ToolCall | None]:
+    """The id a response answers and the pending call it matches: by its id, or without
+    one, the earliest pending call of its name (none: an orphan id made from the name)."""
+    if given is not None:
+        return given, next((c for c in pending if c.id == given), None)
+    match = next((c for c in pending if c.name == name), None)
+    return (match.id if match is not None else f"{SYNTHETIC_ID_PREFIX}orphan-{name}"), match
+
+
 def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str) -> ToolMessage:
-    inner = part["functionResponse"]
-    if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise invalid(where, f"functionResponse={short_repr(inner)} needs a non-empty 'name'")
+    inner = _named(part, "functionResponse", where)
     name = inner["name"]
-    given = inner.get("id")
-    known: tuple[str, ...] = ("name", "id", "response")
-    made_up = not (type(given) is str and given)
-    call_id = str(given)
-    if not made_up:
-        match = next((c for c in pending if c.id == call_id), None)
-    else:
-        known = ("name", "response")
-        match = next((c for c in pending if c.name == name), None)
-        call_id = match.id if match is not None else f"{SYNTHETIC_ID_PREFIX}orphan-{name}"
+    given = _given_id(inner)
+    call_id, match = _answered(pending, given, name)
     if match is not None:
         pending.remove(match)
-    response = inner.get("response")
-    if not isinstance(response, Mapping):
-        known = tuple(k for k in known if k != "response")
-    text = (
-        _json_text(response, where, "functionResponse response")
-        if isinstance(response, Mapping)
-        else ""
-    )
-    extra = _inner_extra(part, "functionResponse", known)
+    text = _payload_text(inner, "response", where, "functionResponse response")
+    extra = _inner_extra(part, "functionResponse", _read_keys(inner, "response"))
     extra = with_notes(
         extra,
-        id="absent" if made_up else None,
+        id="absent" if given is None else None,
         response="absent" if "response" not in inner else None,
     )
     return ToolMessage(text, tool_call_id=call_id, name=name, extra=extra)
@@ -292,18 +310,9 @@ def _read(
     out: list[Component] = []
     starts: list[int] = []
     if system_instruction is not None:
-        if not isinstance(system_instruction, Mapping):
-            raise invalid(
-                "systemInstruction", f"{short_repr(system_instruction)} must be an object"
-            )
-        try:
-            parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
-            extra = other_keys(system_instruction, "parts")
-            out.append(Message("system", parts, extra=extra, structured=True))
-        except InvalidComponentError as exc:
-            raise invalid("systemInstruction", str(exc)) from exc
+        out.append(_read_system(system_instruction))
         starts.append(-1)
-    pending: list[ToolCall] = []
+    pending: list[ToolCall] = []  # the calls of the last model content, not yet answered
     calls = 0
     for index, content in enumerate(contents):
         where = f"content {index}"
@@ -314,30 +323,12 @@ def _read(
         extra = other_keys(content, "role", "parts")
         try:
             if role == "model":
-                # one model content is one model step, whatever the order of its parts
-                pending = []
-                held: list[pt.Part] = []
-                layout = ""
-                for at, block in enumerate(raw):
-                    if "functionCall" in block:
-                        pending.append(_read_call(block, calls, f"{where} parts[{at}]"))
-                        calls += 1
-                        layout += "c"
-                    else:
-                        held.append(_read_part(block))
-                        layout += "p"
-                if "cp" in layout:  # a part after a call: note the order to write it back
-                    extra = with_notes(extra, gemini_parts=layout)
-                out.append(
-                    ModelOutputThunk(parts=held, tool_calls=pending, extra=extra, structured=True)
-                )
+                step = _read_model(raw, extra, calls, where)
+                out.append(step)
+                pending = list(step.tool_calls)
+                calls += len(pending)
             elif role == "user":
-                answers = [p for p in raw if "functionResponse" in p]
-                for at, block in enumerate(answers):
-                    out.append(_read_response(block, pending, f"{where} parts[{at}]"))
-                rest = [_read_part(p) for p in raw if "functionResponse" not in p]
-                if rest or not answers:
-                    out.append(Message("user", rest, extra=extra, structured=True))
+                out += _read_user(raw, extra, pending, where)
                 pending = []
             else:
                 raise invalid(where, f"role={short_repr(role)} must be 'user' or 'model'")
@@ -345,6 +336,53 @@ def _read(
             raise invalid(where, str(exc)) from exc
         starts += [index] * (len(out) - len(starts))
     return out, starts
+
+
+def _read_system(system_instruction: Mapping[str, Any]) -> Message:
+    """``systemInstruction``, read as a system message."""
+    if not isinstance(system_instruction, Mapping):
+        raise invalid("systemInstruction", f"{short_repr(system_instruction)} must be an object")
+    try:
+        parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
+        extra = other_keys(system_instruction, "parts")
+        return Message("system", parts, extra=extra, structured=True)
+    except InvalidComponentError as exc:
+        raise invalid("systemInstruction", str(exc)) from exc
+
+
+def _read_model(
+    raw: Sequence[Mapping[str, Any]], extra: dict[str, Any], calls: int, where: str
+) -> ModelOutputThunk:
+    """A model content: one model step, whatever the order of its parts (``calls``: the
+    calls read so far, which number the ids made up for calls without one)."""
+    made: list[ToolCall] = []
+    held: list[pt.Part] = []
+    layout = ""
+    for at, block in enumerate(raw):
+        if "functionCall" in block:
+            made.append(_read_call(block, calls + len(made), f"{where} parts[{at}]"))
+            layout += "c"
+        else:
+            held.append(_read_part(block))
+            layout += "p"
+    if "cp" in layout:  # a part after a call: note the order to write it back
+        extra = with_notes(extra, gemini_parts=layout)
+    return ModelOutputThunk(parts=held, tool_calls=made, extra=extra, structured=True)
+
+
+def _read_user(
+    raw: Sequence[Mapping[str, Any]], extra: dict[str, Any], pending: list[ToolCall], where: str
+) -> list[Component]:
+    """A user content: its function responses (answering ``pending``), then the rest as a
+    user message (kept when there is no response, so an empty content stays one)."""
+    answers = [p for p in raw if "functionResponse" in p]
+    out: list[Component] = [
+        _read_response(block, pending, f"{where} parts[{at}]") for at, block in enumerate(answers)
+    ]
+    rest = [_read_part(p) for p in raw if "functionResponse" not in p]
+    if rest or not answers:
+        out.append(Message("user", rest, extra=extra, structured=True))
+    return out
 
 
 # -- writing -----------------------------------------------------------------------------------
