@@ -388,6 +388,21 @@ def _read_user(
 # -- writing -----------------------------------------------------------------------------------
 
 
+def _file_data(uri: str, mime: str | None) -> dict[str, Any]:
+    """A ``fileData`` part's object: the uri, with its mime when known."""
+    return {"mimeType": mime, "fileUri": uri} if mime is not None else {"fileUri": uri}
+
+
+def _response_field(result: Component) -> dict[str, Any] | None:
+    """A result's ``response``: its text's JSON object, else ``{"result": text}``; ``None``
+    for an empty result read from a response without one."""
+    text = result.content
+    if not text and note(result.extra, "response") == "absent":
+        return None
+    response = _loads(text) if text else None
+    return response if isinstance(response, dict) else {"result": text}
+
+
 class _Writer:
     """One pass of :func:`to_gemini`: what it could not carry, by component."""
 
@@ -418,57 +433,61 @@ class _Writer:
         return {key: inner, **part}
 
     def part(self, part: pt.Part) -> dict[str, Any] | None:
+        """``part`` as a Gemini part, or ``None`` (reported) when Gemini has no place for it."""
         match part:
             case pt.ThinkingPart():
-                if (
-                    part.provider != PROVIDER
-                ):  # another provider's thinking: Gemini cannot verify it
-                    self.lost.append(f"{self.where}: a thinking part from {part.provider!r}")
-                    return None
-                block = {
-                    "text": part.text,
-                    "thought": True,
-                    **self.keys(part.extra, _BESIDE, "part"),
-                }
-                if part.signature is not None:
-                    block["thoughtSignature"] = part.signature
-                return block
+                return self.thinking(part)
             case pt.TextPart() | pt.RefusalPart():
                 return {"text": part.text, **self.keys(part.extra, _BESIDE, "part")}
             case pt.ImagePart() | pt.DocumentPart():
-                if part.data is not None:
-                    mime = part.media_type or "application/octet-stream"
-                    return self.inner(
-                        part.extra, "inlineData", {"mimeType": mime, "data": part.data}
-                    )
-                if part.url is not None:
-                    media = {"fileUri": part.url}
-                    if part.media_type is not None:
-                        media = {"mimeType": part.media_type, **media}
-                    return self.inner(part.extra, "fileData", media)
-                if isinstance(part, pt.DocumentPart) and part.text is not None:
-                    return {"text": part.text}
-                what = "an image" if isinstance(part, pt.ImagePart) else "a document"
-                self.lost.append(f"{self.where}: {what} given only by a provider file id")
-                return None
+                return self.media(part)
             case pt.AudioPart():
-                if part.data is not None:
-                    mime = f"audio/{part.format or 'wav'}"
-                    return {"inlineData": {"mimeType": mime, "data": part.data}}
-                self.lost.append(f"{self.where}: an audio part given only by id {part.id!r}")
-                return None
+                return self.audio(part)
             case pt.OpaquePart():
-                if part.provider == PROVIDER:
-                    return pt.thaw_json(part.block)  # type: ignore[no-any-return]
-                self.lost.append(
-                    f"{self.where}: an opaque {part.provider} block of type {part.type!r}"
-                )
-                return None
+                return self.opaque(part)
             case pt.RedactedThinkingPart():
-                self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
+                self.lose("redacted thinking (Gemini cannot verify it)")
                 return None
             case _:
                 pt.assert_never(part)
+
+    def lose(self, what: str) -> None:
+        """Report ``what`` as left out."""
+        self.lost.append(f"{self.where}: {what}")
+
+    def thinking(self, part: pt.ThinkingPart) -> dict[str, Any] | None:
+        if part.provider != PROVIDER:  # another provider's thinking: Gemini cannot verify it
+            self.lose(f"a thinking part from {part.provider!r}")
+            return None
+        block = {"text": part.text, "thought": True, **self.keys(part.extra, _BESIDE, "part")}
+        if part.signature is not None:
+            block["thoughtSignature"] = part.signature
+        return block
+
+    def media(self, part: pt.ImagePart | pt.DocumentPart) -> dict[str, Any] | None:
+        """Inline data, else a file by uri, else a document's text; a provider file id is lost."""
+        if part.data is not None:
+            mime = part.media_type or "application/octet-stream"
+            return self.inner(part.extra, "inlineData", {"mimeType": mime, "data": part.data})
+        if part.url is not None:
+            return self.inner(part.extra, "fileData", _file_data(part.url, part.media_type))
+        if isinstance(part, pt.DocumentPart) and part.text is not None:
+            return {"text": part.text}
+        what = "an image" if isinstance(part, pt.ImagePart) else "a document"
+        self.lose(f"{what} given only by a provider file id")
+        return None
+
+    def audio(self, part: pt.AudioPart) -> dict[str, Any] | None:
+        if part.data is None:
+            self.lose(f"an audio part given only by id {part.id!r}")
+            return None
+        return {"inlineData": {"mimeType": f"audio/{part.format or 'wav'}", "data": part.data}}
+
+    def opaque(self, part: pt.OpaquePart) -> dict[str, Any] | None:
+        if part.provider != PROVIDER:
+            self.lose(f"an opaque {part.provider} block of type {part.type!r}")
+            return None
+        return pt.thaw_json(part.block)  # type: ignore[no-any-return]
 
     def parts(self, parts: Iterable[pt.Part]) -> list[dict[str, Any]]:
         return [block for block in map(self.part, parts) if block is not None]
@@ -488,10 +507,8 @@ class _Writer:
         inner: dict[str, Any] = {"name": result.name or names.get(call_id, "tool")}
         if call_id and call_id not in idless and note(result.extra, "id") != "absent":
             inner["id"] = call_id
-        text = result.content
-        if text or note(result.extra, "response") != "absent":
-            response = _loads(text) if text else None
-            inner["response"] = response if isinstance(response, dict) else {"result": text}
+        if (response := _response_field(result)) is not None:
+            inner["response"] = response
         if result.is_error:
             self.lost.append(f"{self.where}: the is_error flag of the result for {call_id!r}")
         return self.inner(result.extra, "functionResponse", inner)
@@ -560,65 +577,105 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], 
     """The body, for each content the index of the component it starts with, and the losses."""
     items = list(components)
     writer = _Writer()
-    body: dict[str, Any] = {}
-    owners: list[int] = []
     start = 0
     while start < len(items) and items[start].role in ("system", "developer"):
         start += 1
-    if start:
-        writer.where = "component 0"
-        extra = writer.keys(items[0].extra, CONTENT_FIELDS - {"parts"}, "content")
-        parts = []
-        for index, component in enumerate(items[:start]):
-            writer.where = f"component {index}"
-            parts += writer.parts(component.parts)
-        body["systemInstruction"] = {**extra, "parts": parts}
-    contents: list[dict[str, Any]] = []
-    answers: dict[str, Any] | None = None  # the user content of the last model turn's responses
-    run = 0  # where the user contents after the last model turn start
-    names: dict[str, str] = {}  # call id -> tool name
-    idless: set[str] = set()  # the ids of calls written without one
-    for offset, component in enumerate(items[start:]):
-        writer.where = f"component {start + offset}"
-        if component.role == "tool":
-            if answers is None:  # responses come first in their user turn, as Gemini wants
-                answers = {"role": "user", "parts": []}
-                contents.insert(run, answers)
-                owners.insert(run, start + offset)
-            answers["parts"].append(writer.response(component, names, idless))
-            continue
-        writer.content_keys(component)
-        if component.role == "assistant":
-            parts = writer.model(component)
-            if not parts:
-                writer.empty("model")
-            elif component.tool_calls and contents and contents[-1]["role"] == "model":
-                # a call turn must follow a user turn: after a cut (or a user turn left
-                # empty), join the run of model turns before it into one
-                first = len(contents) - 1
-                while first > 0 and contents[first - 1]["role"] == "model":
-                    first -= 1
-                for joined in contents[first + 1 :]:
-                    contents[first]["parts"] += joined["parts"]
-                del contents[first + 1 :], owners[first + 1 :]
-                contents[first]["parts"] += parts
-            else:
-                contents.append({"role": "model", "parts": parts})
-                owners.append(start + offset)
-            answers, run = None, len(contents)
-            names.update((call.id, call.name) for call in component.tool_calls)
-            idless.update(c.id for c in component.tool_calls if note(c.extra, "id") == "absent")
-        elif parts := writer.parts(component.parts):
-            contents.append({"role": "user", "parts": parts})
-            owners.append(start + offset)
+    body = {"systemInstruction": _system_instruction(items[:start], writer)} if start else {}
+    built = _Contents(writer)
+    for index in range(start, len(items)):
+        writer.where = f"component {index}"
+        built.add(items[index], index)
+    built.open_with_user()
+    return {"contents": built.contents, **body}, built.owners, writer.lost
+
+
+def _system_instruction(leading: Sequence[Component], writer: _Writer) -> dict[str, Any]:
+    """The leading system and developer messages, their parts joined, as one instruction."""
+    writer.where = "component 0"
+    extra = writer.keys(leading[0].extra, CONTENT_FIELDS - {"parts"}, "content")
+    parts = []
+    for index, component in enumerate(leading):
+        writer.where = f"component {index}"
+        parts += writer.parts(component.parts)
+    return {**extra, "parts": parts}
+
+
+class _Contents:
+    """The contents :func:`to_gemini` builds, and the index of the component each starts with."""
+
+    def __init__(self, writer: _Writer) -> None:
+        self.writer = writer
+        self.contents: list[dict[str, Any]] = []
+        self.owners: list[int] = []
+        self.answers: dict[str, Any] | None = (
+            None  # the user content of the last model turn's responses
+        )
+        self.run = 0  # where the user contents after the last model turn start
+        self.names: dict[str, str] = {}  # call id -> tool name
+        self.idless: set[str] = set()  # the ids of calls written without one
+
+    def add(self, component: Component, index: int) -> None:
+        """Write ``component``, the ``index``-th, where its role puts it."""
+        by_role = {"tool": self.result, "assistant": self.model}
+        by_role.get(component.role, self.user)(component, index)
+
+    def result(self, component: Component, index: int) -> None:
+        if self.answers is None:  # responses come first in their user turn, as Gemini wants
+            self.answers = {"role": "user", "parts": []}
+            self.contents.insert(self.run, self.answers)
+            self.owners.insert(self.run, index)
+        self.answers["parts"].append(self.writer.response(component, self.names, self.idless))
+
+    def model(self, component: Component, index: int) -> None:
+        self.writer.content_keys(component)
+        parts = self.writer.model(component)
+        if not parts:
+            self.writer.empty("model")
+        elif component.tool_calls and self.contents and self.contents[-1]["role"] == "model":
+            self.join_model_run()["parts"] += parts
         else:
-            writer.empty("user")
-    if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
-        # "function call turn comes immediately after a user turn or after a function
-        # response turn": a history cut before its first user turn gets one, as to_anthropic
-        contents.insert(0, {"role": "user", "parts": [{"text": OPENER}]})
-        owners.insert(0, owners[0])
-    return {"contents": contents, **body}, owners, writer.lost
+            self.append("model", parts, index)
+        self.answers, self.run = None, len(self.contents)
+        calls = component.tool_calls
+        self.names.update((call.id, call.name) for call in calls)
+        self.idless.update(c.id for c in calls if note(c.extra, "id") == "absent")
+
+    def join_model_run(self) -> dict[str, Any]:
+        """Join the run of model contents at the end into its first, and return that one.
+
+        A call turn must follow a user turn: after a cut (or a user turn left empty),
+        the model turns before it become one.
+        """
+        contents = self.contents
+        first = len(contents) - 1
+        while first > 0 and contents[first - 1]["role"] == "model":
+            first -= 1
+        for joined in contents[first + 1 :]:
+            contents[first]["parts"] += joined["parts"]
+        del contents[first + 1 :], self.owners[first + 1 :]
+        return contents[first]
+
+    def user(self, component: Component, index: int) -> None:
+        self.writer.content_keys(component)
+        if parts := self.writer.parts(component.parts):
+            self.append("user", parts, index)
+        else:
+            self.writer.empty("user")
+
+    def append(self, role: str, parts: list[dict[str, Any]], index: int) -> None:
+        self.contents.append({"role": role, "parts": parts})
+        self.owners.append(index)
+
+    def open_with_user(self) -> None:
+        """Put a user turn before an opening function call turn.
+
+        "function call turn comes immediately after a user turn or after a function
+        response turn": a history cut before its first user turn gets one, as to_anthropic.
+        """
+        contents = self.contents
+        if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
+            contents.insert(0, {"role": "user", "parts": [{"text": OPENER}]})
+            self.owners.insert(0, self.owners[0])
 
 
 def _has_call(content: Mapping[str, Any]) -> bool:
