@@ -383,6 +383,31 @@ def repair_changes(
     return wire_format(provider).repair(list(components))
 
 
+def _applied(
+    plan: _Plan, items: Sequence[Component], origin: Sequence[int]
+) -> tuple[list[Component], list[int]]:
+    """``items`` with ``plan``'s edits made, and the input index each output stands for
+    (``origin``: each item's input index)."""
+    out: list[Component] = []
+    whence: list[int] = []
+
+    def put(component: Component, index: int) -> None:
+        out.append(component)
+        whence.append(index)
+
+    for index, component in enumerate(items):
+        for inserted in plan.insert.get(index, []):
+            put(inserted, origin[index])
+        if index in plan.drop:
+            continue
+        replacement = plan.replace.get(index, component)
+        if replacement is not None:
+            put(replacement, origin[index])
+    for inserted in plan.insert.get(-1, []):
+        put(inserted, origin[-1] if origin else 0)
+    return out, whence
+
+
 def repair_calls(
     components: Sequence[Component],
     findings: Findings,
@@ -397,26 +422,7 @@ def repair_calls(
     """
     items, origin, content_changes = repair_content(list(components), findings)
     plan = scan(items)
-    out: list[Component] = []
-    whence: list[int] = []  # the input index each output component stands for
-
-    def put(component: Component, index: int) -> None:
-        out.append(component)
-        whence.append(index)
-
-    for index, component in enumerate(items):
-        for inserted in plan.insert.get(index, []):
-            put(inserted, origin[index])
-        if index in plan.drop:
-            continue
-        if index in plan.replace:
-            replacement = plan.replace[index]
-            if replacement is not None:
-                put(replacement, origin[index])
-            continue
-        put(component, origin[index])
-    for inserted in plan.insert.get(-1, []):
-        put(inserted, origin[-1] if origin else 0)
+    out, whence = _applied(plan, items, origin)
     changes = content_changes + [(origin[index], change) for index, change in plan.changes]
     # A dropped result can bring a message to the front, where the content rules differ:
     # a blank system message there is the system prompt, which Anthropic refuses.
