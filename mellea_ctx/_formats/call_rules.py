@@ -186,13 +186,8 @@ def scan_anthropic(items: Sequence[Component], *, opener: bool = True) -> _Plan:
     an opening assistant turn as it is, for a writer that opens with a user
     turn by itself (``to_gemini``).
     """
-    plan = _Plan()
-    seen: set[str] = set()
-    answered: set[str] = set()
-    exchange: int | None = None  # the assistant component whose turn has calls
-    pending: dict[str, str] = {}
-    previous: str | None = None  # role of the last turn kept
-    plain_after = False  # the user turn after the exchange holds more than results
+    scan = _AnthropicScan(opener)
+    plan = scan.plan
     leading = True
     for index, component in enumerate(items):
         role = component.role
@@ -216,33 +211,64 @@ def scan_anthropic(items: Sequence[Component], *, opener: bool = True) -> _Plan:
             plan.replace[index] = Message("user", component.content)
             role = "user"
         if role == "assistant":
-            if previous is None and opener:
-                problem = "the history starts with an assistant turn; the Messages API wants user"
-                plan.add(index, problem, f"added a user message {_OPENER!r} before it")
-                plan.insert.setdefault(index, []).append(Message("user", _OPENER))
-            elif previous == "user":
-                if exchange is not None and pending:
-                    _unanswered(plan, exchange, index, pending)
-                exchange, pending, plain_after = None, {}, False
-            if component.tool_calls:
-                if not pending:
-                    exchange = index
-                _calls(plan, index, component, seen, pending)
-            previous = "assistant"
-            continue
-        call_id = component.tool_call_id
-        if call_id is not None and call_id in pending:
-            del pending[call_id]
-            answered.add(call_id)
-        elif call_id is not None:
-            _orphan(plan, index, call_id, answered, "the assistant turn right before it")
-            continue
-        elif pending:
-            plain_after = True
-        previous = "user"
-    if exchange is not None and pending and previous == "user" and plain_after:
-        _unanswered(plan, exchange, -1, pending)
+            scan.assistant(index, component)
+        else:
+            scan.user(index, component)
+    scan.finish()
     return plan
+
+
+class _AnthropicScan:
+    """The state of :func:`scan_anthropic` between turns."""
+
+    def __init__(self, opener: bool) -> None:
+        self.plan = _Plan()
+        self.opener = opener
+        self.seen: set[str] = set()
+        self.answered: set[str] = set()
+        self.exchange: int | None = None  # the assistant component whose turn has calls
+        self.pending: dict[str, str] = {}
+        self.previous: str | None = None  # role of the last turn kept
+        self.plain_after = False  # the user turn after the exchange holds more than results
+
+    def assistant(self, index: int, component: Component) -> None:
+        """An assistant component: it opens a turn after a user one, closing the exchange."""
+        if self.previous is None and self.opener:
+            problem = "the history starts with an assistant turn; the Messages API wants user"
+            self.plan.add(index, problem, f"added a user message {_OPENER!r} before it")
+            self.plan.insert.setdefault(index, []).append(Message("user", _OPENER))
+        elif self.previous == "user":
+            if self.exchange is not None and self.pending:
+                _unanswered(self.plan, self.exchange, index, self.pending)
+            self.exchange, self.pending, self.plain_after = None, {}, False
+        if component.tool_calls:
+            if not self.pending:
+                self.exchange = index
+            _calls(self.plan, index, component, self.seen, self.pending)
+        self.previous = "assistant"
+
+    def user(self, index: int, component: Component) -> None:
+        """A user component: a result answers a pending call, or is an orphan."""
+        call_id = component.tool_call_id
+        if call_id is not None and call_id in self.pending:
+            del self.pending[call_id]
+            self.answered.add(call_id)
+        elif call_id is not None:
+            _orphan(self.plan, index, call_id, self.answered, "the assistant turn right before it")
+            return
+        elif self.pending:
+            self.plain_after = True
+        self.previous = "user"
+
+    def finish(self) -> None:
+        """The last exchange is open, unless a user turn with more than results followed it."""
+        if (
+            self.exchange is not None
+            and self.pending
+            and self.previous == "user"
+            and self.plain_after
+        ):
+            _unanswered(self.plan, self.exchange, -1, self.pending)
 
 
 def validate_anthropic(components: Iterable[Component]) -> list[str]:
@@ -357,6 +383,31 @@ def repair_changes(
     return wire_format(provider).repair(list(components))
 
 
+def _applied(
+    plan: _Plan, items: Sequence[Component], origin: Sequence[int]
+) -> tuple[list[Component], list[int]]:
+    """``items`` with ``plan``'s edits made, and the input index each output stands for
+    (``origin``: each item's input index)."""
+    out: list[Component] = []
+    whence: list[int] = []
+
+    def put(component: Component, index: int) -> None:
+        out.append(component)
+        whence.append(index)
+
+    for index, component in enumerate(items):
+        for inserted in plan.insert.get(index, []):
+            put(inserted, origin[index])
+        if index in plan.drop:
+            continue
+        replacement = plan.replace.get(index, component)
+        if replacement is not None:
+            put(replacement, origin[index])
+    for inserted in plan.insert.get(-1, []):
+        put(inserted, origin[-1] if origin else 0)
+    return out, whence
+
+
 def repair_calls(
     components: Sequence[Component],
     findings: Findings,
@@ -371,26 +422,7 @@ def repair_calls(
     """
     items, origin, content_changes = repair_content(list(components), findings)
     plan = scan(items)
-    out: list[Component] = []
-    whence: list[int] = []  # the input index each output component stands for
-
-    def put(component: Component, index: int) -> None:
-        out.append(component)
-        whence.append(index)
-
-    for index, component in enumerate(items):
-        for inserted in plan.insert.get(index, []):
-            put(inserted, origin[index])
-        if index in plan.drop:
-            continue
-        if index in plan.replace:
-            replacement = plan.replace[index]
-            if replacement is not None:
-                put(replacement, origin[index])
-            continue
-        put(component, origin[index])
-    for inserted in plan.insert.get(-1, []):
-        put(inserted, origin[-1] if origin else 0)
+    out, whence = _applied(plan, items, origin)
     changes = content_changes + [(origin[index], change) for index, change in plan.changes]
     # A dropped result can bring a message to the front, where the content rules differ:
     # a blank system message there is the system prompt, which Anthropic refuses.

@@ -27,7 +27,7 @@ is possible, only the report).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 
@@ -85,25 +85,37 @@ def with_parts(component: Component, parts: Sequence[Part], **changes: Any) -> C
     return Message(component.role, parts, tool_calls=component.tool_calls, **changes)
 
 
-def _blank(part: Part) -> bool:
+def _blank(part: Part) -> TypeGuard[TextPart]:
     return type(part) is TextPart and not part.text.strip()
 
 
+def _sent_blanks(component: Component) -> list[TextPart]:
+    """The blank text blocks a component would send Anthropic."""
+    if component.tool_call_id is not None and not component.structured:
+        return []  # a string result is not a text block ("" is accepted)
+    blank = [part for part in component.parts if _blank(part)]
+    if not component.structured:  # a plain "" is not sent at all; "  " is sent as text
+        blank = [part for part in blank if part.text]
+    return blank
+
+
 def _blank_text(index: int, component: Component, system: bool) -> Finding | None:
-    parts = component.parts
-    if system and all(type(p) is TextPart and not p.text.strip() for p in parts):
+    if system and all(_blank(p) for p in component.parts):
         problem = (
             f"the system prompt is empty or only whitespace ({component.content[:20]!r}); "
             "Anthropic refuses blank text: leave the system prompt out instead"
         )
         return index, problem, "dropped the blank system prompt", None
-    if component.tool_call_id is not None and not component.structured:
-        return None  # a string result is not a text block ("" is accepted)
-    blank = [part for part in parts if type(part) is TextPart and not part.text.strip()]
-    if not component.structured:  # a plain "" is not sent at all; "  " is sent as text
-        blank = [part for part in blank if part.text]
+    blank = _sent_blanks(component)
     if not blank:
         return None
+    return _without_blanks(index, component, blank, system)
+
+
+def _without_blanks(
+    index: int, component: Component, blank: Sequence[TextPart], system: bool
+) -> Finding:
+    """The finding for ``blank``: the component without them, or dropped when nothing is left."""
     where = "the system prompt" if system else "the message"
     noun = "block" if len(blank) == 1 else "blocks"
     problem = (
@@ -111,18 +123,33 @@ def _blank_text(index: int, component: Component, system: bool) -> Finding | Non
         f"({', '.join(repr(p.text) for p in blank[:3])}); Anthropic answers 400 "
         "'text content blocks must contain non-whitespace text'"
     )
-    kept = [part for part in parts if not _blank(part)]
+    kept = [part for part in component.parts if not _blank(part)]
     if not kept and not component.tool_calls and component.tool_call_id is None:
         return index, problem, f"dropped the message: its only text {noun} were blank", None
     change = f"removed {len(blank)} blank text {noun}"
     return index, problem, change, with_parts(component, kept)
 
 
-def _ids(index: int, component: Component) -> Finding | None:
+def _bad_ids(component: Component) -> list[str]:
+    """The component's call ids, and the id its result answers, that Anthropic refuses."""
     bad = [call.id for call in component.tool_calls if not TOOL_ID.match(call.id)]
     result = component.tool_call_id
     if result is not None and not TOOL_ID.match(result):
         bad.append(result)
+    return bad
+
+
+def _with_anthropic_ids(component: Component) -> Component:
+    """``component`` with its call ids, or the id its result answers, made Anthropic ids."""
+    if component.tool_calls:
+        calls = [attrs.evolve(c, id=anthropic_id(c.id)) for c in component.tool_calls]
+        return with_parts(component, component.parts, tool_calls=calls)
+    assert isinstance(component, ToolMessage)
+    return attrs.evolve(component, tool_call_id=anthropic_id(component.tool_call_id or ""))
+
+
+def _ids(index: int, component: Component) -> Finding | None:
+    bad = _bad_ids(component)
     if not bad:
         return None
     problem = (
@@ -130,12 +157,7 @@ def _ids(index: int, component: Component) -> Finding | None:
         "which Anthropic requires"
     )
     mapped = ", ".join(f"{old!r} -> {anthropic_id(old)!r}" for old in bad)
-    if component.tool_calls:
-        calls = [attrs.evolve(c, id=anthropic_id(c.id)) for c in component.tool_calls]
-        fixed: Component = with_parts(component, component.parts, tool_calls=calls)
-    else:
-        assert isinstance(component, ToolMessage)
-        fixed = attrs.evolve(component, tool_call_id=anthropic_id(result or ""))
+    fixed = _with_anthropic_ids(component)
     return index, problem, f"renamed {mapped} (call and result alike)", fixed
 
 
@@ -147,12 +169,13 @@ def _starts_with_thinking(component: Component) -> bool:
     return False
 
 
-def _loop_thinking(items: Sequence[Component]) -> Finding | None:
-    """With thinking in use, the continuing loop's first assistant turn starts with thinking."""
-    if not any(isinstance(p, (ThinkingPart, RedactedThinkingPart)) for c in items for p in c.parts):
-        return None
-    if not items or items[-1].tool_call_id is None:
-        return None  # no loop continues
+def _thinks(items: Sequence[Component]) -> bool:
+    """Whether the history holds thinking, so extended thinking is in use."""
+    return any(isinstance(p, (ThinkingPart, RedactedThinkingPart)) for c in items for p in c.parts)
+
+
+def _loop_opener(items: Sequence[Component]) -> int | None:
+    """The index of the first assistant turn since the last plain user turn (none: ``None``)."""
     first: int | None = None
     for index in range(len(items) - 1, -1, -1):
         component = items[index]
@@ -160,6 +183,14 @@ def _loop_thinking(items: Sequence[Component]) -> Finding | None:
             first = index
         elif component.tool_call_id is None and component.role not in _SYSTEM:
             break  # a plain user turn: the loop began after it
+    return first
+
+
+def _loop_thinking(items: Sequence[Component]) -> Finding | None:
+    """With thinking in use, the continuing loop's first assistant turn starts with thinking."""
+    if not _thinks(items) or items[-1].tool_call_id is None:
+        return None  # no thinking, or no loop continues
+    first = _loop_opener(items)
     if first is None or _starts_with_thinking(items[first]):
         return None
     problem = (
@@ -170,16 +201,23 @@ def _loop_thinking(items: Sequence[Component]) -> Finding | None:
     return first, problem, "", ...
 
 
+def _cache_holders(component: Component) -> list[Mapping[str, Any]]:
+    """What in ``component`` may carry a ``cache_control`` mark, in request order."""
+    holders: list[Mapping[str, Any]] = [
+        part.extra for part in component.parts if not isinstance(part, OpaquePart)
+    ]
+    holders += [part.block for part in component.parts if isinstance(part, OpaquePart)]
+    holders += [call.extra for call in component.tool_calls]
+    if component.tool_call_id is not None:
+        holders.append(component.extra)
+    return holders
+
+
 def _cache_marks(items: Sequence[Component]) -> list[tuple[int, str]]:
     """``(index, ttl)`` of every ``cache_control`` mark the history carries, in request order."""
     marks: list[tuple[int, str]] = []
     for index, component in enumerate(items):
-        holders = [part.extra for part in component.parts if not isinstance(part, OpaquePart)]
-        holders += [part.block for part in component.parts if isinstance(part, OpaquePart)]
-        holders += [call.extra for call in component.tool_calls]
-        if component.tool_call_id is not None:
-            holders.append(component.extra)
-        for holder in holders:
+        for holder in _cache_holders(component):
             mark = holder.get("cache_control")
             if mark is not None:
                 ttl = mark.get("ttl") if isinstance(mark, Mapping) else None

@@ -24,7 +24,7 @@ compactions keeps them first.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .._core import parts
 from .._core.checkpoint import Checkpoint
@@ -158,18 +158,11 @@ def part_note(part: parts.Part) -> str | None:
     words: list[str | None]
     match part:
         case parts.ImagePart():
-            size = f"{part.width}x{part.height}" if part.width and part.height else None
-            media = None if part.media_type is None else _field(part.media_type)
-            words = ["image", size, media, _source(part.url, part.file_id, part.data)]
+            words = _image_words(part)
         case parts.DocumentPart():
-            name = None if part.name is None else _field(part.name)
-            media = None if part.media_type is None else _field(part.media_type)
-            text = None if part.text is None else f"{len(part.text)} characters"
-            words = ["document", name, media, text, _source(part.url, part.file_id, part.data)]
+            words = _document_words(part)
         case parts.AudioPart():
-            fmt = None if part.format is None else _field(part.format)
-            data = None if part.data is None else _size(part.data)
-            words = ["audio", fmt, data, None if part.id is None else f"id {_field(part.id)}"]
+            words = _audio_words(part)
         case parts.OpaquePart():
             block_type = part.block.get("type")
             shown = _field(block_type) if isinstance(block_type, str) else "block"
@@ -181,6 +174,32 @@ def part_note(part: parts.Part) -> str | None:
         case _:
             parts.assert_never(part)
     return "[" + " ".join(word for word in words if word) + "]"
+
+
+def _optional(value: str | None) -> str | None:
+    """``value`` made safe for a note, or ``None`` when it is not known."""
+    return None if value is None else _field(value)
+
+
+def _image_words(part: parts.ImagePart) -> list[str | None]:
+    size = f"{part.width}x{part.height}" if part.width and part.height else None
+    return ["image", size, _optional(part.media_type), _source(part.url, part.file_id, part.data)]
+
+
+def _document_words(part: parts.DocumentPart) -> list[str | None]:
+    text = None if part.text is None else f"{len(part.text)} characters"
+    source = _source(part.url, part.file_id, part.data)
+    return ["document", _optional(part.name), _optional(part.media_type), text, source]
+
+
+def _audio_words(part: parts.AudioPart) -> list[str | None]:
+    data = None if part.data is None else _size(part.data)
+    return [
+        "audio",
+        _optional(part.format),
+        data,
+        None if part.id is None else f"id {_field(part.id)}",
+    ]
 
 
 def _text_with_notes(component: Component) -> str:
@@ -220,36 +239,48 @@ def conversation_lines(
     components: Sequence[Component], *, cut_long_output: bool = True
 ) -> list[str]:
     """The lines :func:`render_conversation` joins (a long span's prompt is built from them)."""
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}  # call id -> tool name, for the results that have none
     lines: list[str] = []
     for component in components:
         if isinstance(component, Checkpoint):
-            body = component.summary
-            if component.preserved:
-                body += f"\n{DETAILS_HEADING} " + "; ".join(component.preserved)
-            lines.append(f"[earlier checkpoint] {quote(body)}")
-            continue
-        call_id = component.tool_call_id
-        if call_id is not None:
-            call_id = _field(call_id)
-            name = _field(component.name or names.get(call_id, "tool"))
-            text = _text_with_notes(component)
-            if cut_long_output and len(text) > _TOOL_HEAD + _TOOL_TAIL:
-                omitted = len(text) - _TOOL_HEAD - _TOOL_TAIL
-                elided = f"\n[... {omitted} characters omitted ...]\n"
-                text = text[:_TOOL_HEAD] + elided + text[-_TOOL_TAIL:]
-            lines.append(f"[tool {name} result id={call_id}] {quote(text)}")
-            continue
-        header = (
-            component.role if not component.name else f"{component.role} {_field(component.name)}"
-        )
-        shown = _text_with_notes(component)
-        if shown:
-            lines.append(f"[{header}] {quote(shown)}")
-        for call in component.tool_calls:
-            names[_field(call.id)] = call.name
-            called = f"called {_field(call.name)} id={_field(call.id)}"
-            lines.append(f"[{header} {called}] {quote(call.arguments)}")
+            lines.append(_checkpoint_line(component))
+        elif component.tool_call_id is not None:
+            lines.append(_result_line(component, names, cut_long_output))
+        else:
+            lines += _turn_lines(component, names)
+    return lines
+
+
+def _checkpoint_line(component: Checkpoint) -> str:
+    body = component.summary
+    if component.preserved:
+        body += f"\n{DETAILS_HEADING} " + "; ".join(component.preserved)
+    return f"[earlier checkpoint] {quote(body)}"
+
+
+def _result_line(component: Component, names: Mapping[str, str], cut_long_output: bool) -> str:
+    """A tool result, named by its call when it has no name; long output cut to head and tail."""
+    call_id = _field(component.tool_call_id or "")
+    name = _field(component.name or names.get(call_id, "tool"))
+    text = _text_with_notes(component)
+    if cut_long_output and len(text) > _TOOL_HEAD + _TOOL_TAIL:
+        omitted = len(text) - _TOOL_HEAD - _TOOL_TAIL
+        elided = f"\n[... {omitted} characters omitted ...]\n"
+        text = text[:_TOOL_HEAD] + elided + text[-_TOOL_TAIL:]
+    return f"[tool {name} result id={call_id}] {quote(text)}"
+
+
+def _turn_lines(component: Component, names: dict[str, str]) -> list[str]:
+    """A message's text (when it has any), then a line per call, whose names it notes."""
+    header = component.role if not component.name else f"{component.role} {_field(component.name)}"
+    lines = []
+    shown = _text_with_notes(component)
+    if shown:
+        lines.append(f"[{header}] {quote(shown)}")
+    for call in component.tool_calls:
+        names[_field(call.id)] = call.name
+        called = f"called {_field(call.name)} id={_field(call.id)}"
+        lines.append(f"[{header} {called}] {quote(call.arguments)}")
     return lines
 
 

@@ -12,7 +12,7 @@ compaction makes a record unwritable or unreadable.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -129,47 +129,63 @@ def component_to_record(component: Component) -> dict[str, Any]:
         >>> component_to_record(Message("user", "hi"))
         {'kind': 'message', 'role': 'user', 'content': 'hi'}
     """
-    if type(component) is Message:
-        record: dict[str, Any] = {"kind": "message", "role": component.role}
-        _content(record, component)
-        if component.tool_calls:
-            record["tool_calls"] = _calls(component.tool_calls)
-        if component.name is not None:
-            record["name"] = component.name
-        return record
-    if type(component) is ToolMessage or type(component) is ClearedToolResult:
-        # A cleared result is stored as the placeholder it reads as (its handles stay in memory).
-        record = {"kind": "tool", "tool_call_id": component.tool_call_id}
-        _content(record, component)
-        if component.name is not None:
-            record["name"] = component.name
-        if component.is_error:
-            record["is_error"] = True
-        return record
-    if type(component) is ModelOutputThunk:
-        record = {"kind": "output", "value": component.value}
-        if component.parts != ((pt.TextPart(component.value),) if component.value else ()):
-            record["parts"] = [part_to_record(part) for part in component.parts]
-        if component.structured != (not is_plain(component.parts)):
-            record["structured"] = component.structured
-        if component.extra:
-            record["extra"] = pt.thaw_json(component.extra)
-        if component.tool_calls:
-            record["tool_calls"] = _calls(component.tool_calls)
-        if component.usage is not None:
-            record["usage"] = _usage_record(component.usage)
-        return record
-    if type(component) is CBlock:
-        return {"kind": "cblock", "value": component.value}
-    if type(component) is ReactInitiator:
-        return {"kind": "goal", "goal": component.goal}
-    if type(component) is Checkpoint:
-        return checkpoint_to_record(component, component_to_record)
-    msg = (
-        f"cannot store a {type(component).__name__}: only mellea-ctx's own component kinds "
-        "have records; convert yours to a Message before storing"
-    )
-    raise InvalidComponentError(msg)
+    write = _RECORD_WRITERS.get(type(component))
+    if write is None:
+        msg = (
+            f"cannot store a {type(component).__name__}: only mellea-ctx's own component kinds "
+            "have records; convert yours to a Message before storing"
+        )
+        raise InvalidComponentError(msg)
+    return write(component)
+
+
+def _message_record(component: Message) -> dict[str, Any]:
+    record: dict[str, Any] = {"kind": "message", "role": component.role}
+    _content(record, component)
+    if component.tool_calls:
+        record["tool_calls"] = _calls(component.tool_calls)
+    if component.name is not None:
+        record["name"] = component.name
+    return record
+
+
+def _tool_record(component: ToolMessage | ClearedToolResult) -> dict[str, Any]:
+    # A cleared result is stored as the placeholder it reads as (its handles stay in memory).
+    record: dict[str, Any] = {"kind": "tool", "tool_call_id": component.tool_call_id}
+    _content(record, component)
+    if component.name is not None:
+        record["name"] = component.name
+    if component.is_error:
+        record["is_error"] = True
+    return record
+
+
+def _output_record(component: ModelOutputThunk) -> dict[str, Any]:
+    """A model output: its value, and what differs from what the value alone reads as."""
+    record: dict[str, Any] = {"kind": "output", "value": component.value}
+    if component.parts != ((pt.TextPart(component.value),) if component.value else ()):
+        record["parts"] = [part_to_record(part) for part in component.parts]
+    if component.structured != (not is_plain(component.parts)):
+        record["structured"] = component.structured
+    if component.extra:
+        record["extra"] = pt.thaw_json(component.extra)
+    if component.tool_calls:
+        record["tool_calls"] = _calls(component.tool_calls)
+    if component.usage is not None:
+        record["usage"] = _usage_record(component.usage)
+    return record
+
+
+#: The record writer of each component kind we store, by its exact type.
+_RECORD_WRITERS: Final[dict[type, Callable[[Any], dict[str, Any]]]] = {
+    Message: _message_record,
+    ToolMessage: _tool_record,
+    ClearedToolResult: _tool_record,
+    ModelOutputThunk: _output_record,
+    CBlock: lambda component: {"kind": "cblock", "value": component.value},
+    ReactInitiator: lambda component: {"kind": "goal", "goal": component.goal},
+    Checkpoint: lambda component: checkpoint_to_record(component, component_to_record),
+}
 
 
 def _usage_record(usage: Usage) -> list[int | None]:
@@ -212,45 +228,59 @@ def component_from_record(record: Mapping[str, Any]) -> Component:
         raise InvalidComponentError(msg)
     try:
         kind = record["kind"]
-        if kind == "message":
-            return Message(
-                record["role"],
-                _parts(record),
-                tool_calls=_tool_calls(record),
-                images=record.get("images", ()),  # records before parts kept images apart
-                name=record.get("name"),
-                **_options(record),
-            )
-        if kind == "tool":
-            return ToolMessage(
-                _parts(record),
-                tool_call_id=record["tool_call_id"],
-                name=record.get("name"),
-                is_error=record.get("is_error", False),
-                **_options(record),
-            )
-        if kind == "output":
-            usage = record.get("usage")
-            parts = _parts(record, "-") if "parts" in record else None
-            return ModelOutputThunk(
-                record["value"],
-                parts=parts,
-                tool_calls=_tool_calls(record),
-                usage=_usage(usage) if usage is not None else None,
-                **_options(record),
-            )
-        if kind == "cblock":
-            return CBlock(record["value"])
-        if kind == "goal":
-            return ReactInitiator(record["goal"])
-        if kind == "checkpoint":
-            return checkpoint_from_record(record, component_from_record)
+        read = _RECORD_READERS.get(kind) if isinstance(kind, str) else None
+        if read is not None:
+            return read(record)
     except (KeyError, TypeError, InvalidComponentError) as exc:
         msg = f"component record {short_repr(record, 120)} is damaged: missing or bad {exc}"
         raise InvalidComponentError(msg) from exc
     kind = short_repr(record.get("kind"))
     msg = f"component record has kind={kind}; expected one of mellea-ctx's kinds"
     raise InvalidComponentError(msg)
+
+
+def _message_from(record: Mapping[str, Any]) -> Component:
+    return Message(
+        record["role"],
+        _parts(record),
+        tool_calls=_tool_calls(record),
+        images=record.get("images", ()),  # records before parts kept images apart
+        name=record.get("name"),
+        **_options(record),
+    )
+
+
+def _tool_from(record: Mapping[str, Any]) -> Component:
+    return ToolMessage(
+        _parts(record),
+        tool_call_id=record["tool_call_id"],
+        name=record.get("name"),
+        is_error=record.get("is_error", False),
+        **_options(record),
+    )
+
+
+def _output_from(record: Mapping[str, Any]) -> Component:
+    usage = record.get("usage")
+    parts = _parts(record, "-") if "parts" in record else None
+    return ModelOutputThunk(
+        record["value"],
+        parts=parts,
+        tool_calls=_tool_calls(record),
+        usage=_usage(usage) if usage is not None else None,
+        **_options(record),
+    )
+
+
+#: The reader of each record kind, by its ``kind``.
+_RECORD_READERS: Final[dict[str, Callable[[Mapping[str, Any]], Component]]] = {
+    "message": _message_from,
+    "tool": _tool_from,
+    "output": _output_from,
+    "cblock": lambda record: CBlock(record["value"]),
+    "goal": lambda record: ReactInitiator(record["goal"]),
+    "checkpoint": lambda record: checkpoint_from_record(record, component_from_record),
+}
 
 
 def components_to_json(components: Iterable[Component]) -> str:

@@ -97,28 +97,42 @@ def parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str)
     if fmt == "json" or fmt == "jsonl":
         return parse_text(text, source, fmt, lines=True)
     if fmt is not None:
-        wire = wire_format(fmt)
-        if wire.empty is not None and not text.strip():
-            msg = f"{source}: the file is empty; expected {wire.empty}"
-            raise InvalidContextError(msg)
-        return _read_as(wire, loads(text, source), source, text)
+        return _parse_as(wire_format(fmt), text, source)
     detected = text_format(text, suffix)
-    stripped = text.lstrip()
-    if detected == "json" or stripped.startswith("{"):
-        try:
-            data = json.loads(text)
-        except (RecursionError, ValueError):
-            data = None  # let the OpenAI reader report it, with its hints
-        found = None if data is None else detect(data)
-        if found is not None:  # an OpenAI request body too, {"model": ..., "messages": [...]}
-            return _read_as(found, data, source, text)
-        if isinstance(data, dict) and suffix.lower() == ".json":
-            msg = (
-                f"{source}: holds one JSON object, not a JSON array of messages; put it in "
-                "[...], or name the file .jsonl if it is JSONL (one message per line)"
-            )
-            raise InvalidContextError(msg)
+    if detected == "json" or text.lstrip().startswith("{"):
+        found = _detected_json(text, source, suffix)
+        if found is not None:
+            return found
     return parse_text(text, source, detected, lines=True)
+
+
+def _parse_as(wire: WireFormat, text: str, source: str) -> Transcript:
+    """A file named to be in ``wire``'s format (an empty one is refused, with what to expect)."""
+    if wire.empty is not None and not text.strip():
+        msg = f"{source}: the file is empty; expected {wire.empty}"
+        raise InvalidContextError(msg)
+    return _read_as(wire, loads(text, source), source, text)
+
+
+def _detected_json(text: str, source: str, suffix: str) -> Transcript | None:
+    """A JSON file a detector claims, read; ``None`` for the OpenAI reader to read (and report).
+
+    One JSON object no detector claims in a ``.json`` file is refused: it is no message array.
+    """
+    try:
+        data = json.loads(text)
+    except (RecursionError, ValueError):
+        data = None  # let the OpenAI reader report it, with its hints
+    found = None if data is None else detect(data)
+    if found is not None:  # an OpenAI request body too, {"model": ..., "messages": [...]}
+        return _read_as(found, data, source, text)
+    if isinstance(data, dict) and suffix.lower() == ".json":
+        msg = (
+            f"{source}: holds one JSON object, not a JSON array of messages; put it in "
+            "[...], or name the file .jsonl if it is JSONL (one message per line)"
+        )
+        raise InvalidContextError(msg)
+    return None
 
 
 def _decode(data: bytes, source: str) -> str:

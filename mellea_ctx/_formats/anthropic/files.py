@@ -39,27 +39,37 @@ def looks_anthropic(data: object) -> bool:
     list of blocks (OpenAI assistants send strings).
     """
     if isinstance(data, dict):
-        messages = data.get("messages")
-        if not isinstance(messages, list):
-            return False
-        if "system" in data:
-            return True
-        roles = {m.get("role") for m in messages if isinstance(m, dict) and _text(m.get("role"))}
-        return bool(messages) and not roles & {"system", "tool", "developer"}
+        return _body_looks_anthropic(data)
     if not isinstance(data, list):
         return False
-    for message in data:
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        if message.get("role") == "assistant" and content:
-            return True
-        if any(
-            isinstance(b, dict) and _text(b.get("type")) and b["type"] in _ANTHROPIC_BLOCKS
-            for b in content
-        ):
-            return True
-    return False
+    return any(_message_looks_anthropic(message) for message in data)
+
+
+def _body_looks_anthropic(data: dict[Any, Any]) -> bool:
+    """A body: a ``messages`` list, with a ``system`` field or no OpenAI-only role."""
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return False
+    if "system" in data:
+        return True
+    roles = {m.get("role") for m in messages if isinstance(m, dict) and _text(m.get("role"))}
+    return bool(messages) and not roles & {"system", "tool", "developer"}
+
+
+def _message_looks_anthropic(message: object) -> bool:
+    """A message with blocks: an assistant's (OpenAI assistants send strings), or one holding
+    an Anthropic-only block."""
+    if not isinstance(message, dict):
+        return False
+    content = message.get("content")
+    if not isinstance(content, list):
+        return False
+    if message.get("role") == "assistant" and content:
+        return True
+    return any(
+        isinstance(b, dict) and _text(b.get("type")) and b["type"] in _ANTHROPIC_BLOCKS
+        for b in content
+    )
 
 
 def parse_anthropic(

@@ -106,27 +106,39 @@ def read_part(block: object, where: str) -> Part:
     kind = block.get("type")
     if not isinstance(kind, str) or not kind:
         raise invalid(where, f"type={short_repr(kind)} must be a block type such as 'text'")
-    if kind == "text":
-        return TextPart(_str(block, "text", where), extra=other_keys(block, "type", "text"))
-    if kind == "thinking":
-        text = _str(block, "thinking", where)
-        signature = block.get("signature")
-        if signature is not None and not isinstance(signature, str):
-            raise invalid(where, f"signature={short_repr(signature)} must be a string")
-        extra = other_keys(block, "type", "thinking", "signature")
-        if "signature" in block and signature is None:
-            extra["signature"] = None
-        return ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
-    if kind == "redacted_thinking":
-        data = _str(block, "data", where)
-        return RedactedThinkingPart(
-            data, provider=PROVIDER, extra=other_keys(block, "type", "data")
-        )
-    if kind == "image":
-        return _image(block)
-    if kind == "document":
-        return _document(block)
-    return OpaquePart(PROVIDER, block)
+    read = _BLOCK_READERS.get(kind)
+    return read(block, where) if read is not None else OpaquePart(PROVIDER, block)
+
+
+def _text(block: Mapping[str, Any], where: str) -> Part:
+    return TextPart(_str(block, "text", where), extra=other_keys(block, "type", "text"))
+
+
+def _thinking(block: Mapping[str, Any], where: str) -> Part:
+    """A thinking block; a ``signature: null`` is kept as given."""
+    text = _str(block, "thinking", where)
+    signature = block.get("signature")
+    if signature is not None and not isinstance(signature, str):
+        raise invalid(where, f"signature={short_repr(signature)} must be a string")
+    extra = other_keys(block, "type", "thinking", "signature")
+    if "signature" in block and signature is None:
+        extra["signature"] = None
+    return ThinkingPart(text, signature=signature, provider=PROVIDER, extra=extra)
+
+
+def _redacted_thinking(block: Mapping[str, Any], where: str) -> Part:
+    data = _str(block, "data", where)
+    return RedactedThinkingPart(data, provider=PROVIDER, extra=other_keys(block, "type", "data"))
+
+
+#: The readers of the block types we model, by ``type``; any other stays opaque.
+_BLOCK_READERS: Final[dict[str, Callable[[Mapping[str, Any], str], Part]]] = {
+    "text": _text,
+    "thinking": _thinking,
+    "redacted_thinking": _redacted_thinking,
+    "image": lambda block, _where: _image(block),
+    "document": lambda block, _where: _document(block),
+}
 
 
 def _tool_call(block: Mapping[str, Any], where: str) -> ToolCall:
@@ -238,14 +250,7 @@ def _turn(raw: object, where: str) -> list[Component]:
     if not isinstance(raw, Mapping):
         msg = f"{short_repr(raw)} is not a message; expected an object with role and content"
         raise invalid(where, msg)
-    role, content = raw.get("role"), raw.get("content")
-    if role not in ("user", "assistant"):
-        fix = (
-            "put the system prompt in the top-level 'system' field"
-            if role == "system"
-            else "use 'user' or 'assistant'"
-        )
-        raise invalid(where, f"role={short_repr(role)} is not one of ('user', 'assistant'); {fix}")
+    role, content = _turn_role(raw, where), raw.get("content")
     turn_extra = other_keys(raw, "role", "content")
     if isinstance(content, str):
         return [Message(role, content, extra=turn_extra, structured=False)]
@@ -259,12 +264,30 @@ def _turn(raw: object, where: str) -> list[Component]:
     except InvalidComponentError as exc:
         raise invalid(where, str(exc)) from exc
     if turn_extra:
-        first = out[0]
-        if isinstance(first, Message) and len(out) == 1:
-            out[0] = Message("user", first.parts, extra=turn_extra, structured=True)
-        else:
-            out[0] = _noted(first, anthropic_turn_extra=turn_extra)
+        out[0] = _with_turn_extra(out, turn_extra)
     return out
+
+
+def _turn_role(raw: Mapping[str, Any], where: str) -> Any:
+    """The turn's role, which must be ``user`` or ``assistant``."""
+    role = raw.get("role")
+    if role not in ("user", "assistant"):
+        fix = (
+            "put the system prompt in the top-level 'system' field"
+            if role == "system"
+            else "use 'user' or 'assistant'"
+        )
+        raise invalid(where, f"role={short_repr(role)} is not one of ('user', 'assistant'); {fix}")
+    return role
+
+
+def _with_turn_extra(out: list[Component], turn_extra: dict[str, Any]) -> Component:
+    """The user turn's first component, carrying the turn's other keys: as its own extra
+    when the turn is one message, else as a note that writes the turn back."""
+    first = out[0]
+    if isinstance(first, Message) and len(out) == 1:
+        return Message("user", first.parts, extra=turn_extra, structured=True)
+    return _noted(first, anthropic_turn_extra=turn_extra)
 
 
 def _noted(component: Component, **notes: Any) -> Component:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from ..._core import parts as pt
@@ -165,13 +165,7 @@ def part_block(part: pt.Part, where: str, lost: list[str]) -> dict[str, Any] | N
         case pt.TextPart():
             return {"type": "text", "text": part.text, **extra}
         case pt.ThinkingPart():
-            if part.signature is None and part.provider != "anthropic":
-                lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
-                return None
-            block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
-            if part.signature is not None:
-                block["signature"] = part.signature
-            return {**block, **extra}
+            return _thinking(part, extra, where, lost)
         case pt.RedactedThinkingPart():
             return {"type": "redacted_thinking", "data": part.data, **extra}
         case pt.ImagePart():
@@ -182,10 +176,7 @@ def part_block(part: pt.Part, where: str, lost: list[str]) -> dict[str, Any] | N
                 lost.append(f"{where}: a document with no data, text, url or file id")
             return document
         case pt.OpaquePart():
-            if part.provider == "anthropic":
-                return pt.thaw_json(part.block)  # type: ignore[no-any-return]
-            lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
-            return None
+            return _opaque(part, where, lost)
         case pt.RefusalPart():
             lost.append(f"{where}: a refusal (no Messages API block holds one)")
             return None
@@ -194,6 +185,27 @@ def part_block(part: pt.Part, where: str, lost: list[str]) -> dict[str, Any] | N
             return None
         case _:
             pt.assert_never(part)
+
+
+def _thinking(
+    part: pt.ThinkingPart, extra: dict[str, Any], where: str, lost: list[str]
+) -> dict[str, Any] | None:
+    """A thinking block; another provider's thinking without a signature is lost."""
+    if part.signature is None and part.provider != "anthropic":
+        lost.append(f"{where}: a thinking part from {part.provider!r} (no signature)")
+        return None
+    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+    if part.signature is not None:
+        block["signature"] = part.signature
+    return {**block, **extra}
+
+
+def _opaque(part: pt.OpaquePart, where: str, lost: list[str]) -> dict[str, Any] | None:
+    """An Anthropic block we do not model, as it was read; another provider's is lost."""
+    if part.provider == "anthropic":
+        return pt.thaw_json(part.block)  # type: ignore[no-any-return]
+    lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
+    return None
 
 
 def _tool_use(call: ToolCall, ids: list[str], where: str) -> dict[str, Any]:
@@ -246,30 +258,46 @@ def _blocks(component: Component, where: str, lost: list[str]) -> tuple[str, Any
     if component.tool_call_id is not None:
         return "user", [_result(component, where, lost)]
     if component.role in _SYSTEM_ROLES:
-        if not component.content.strip():
-            return "user", []  # nothing to send
-        return "user", [{"type": "text", "text": f"[system] {component.content}"}]
+        return "user", _late_system(component)
     role = "assistant" if component.role == "assistant" else "user"
     parts = component.parts
-    calls = component.tool_calls
     if not component.structured:  # a plain "" (or only whitespace) is no block at all
         parts = tuple(p for p in parts if not _blank_plain(p))
-    if not component.structured and not calls:
-        if not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].text):
-            return role, []  # nothing to send
-        if len(parts) == 1 and type(parts[0]) is pt.TextPart:
-            return role, parts[0].text
+        if not component.tool_calls and (plain := _plain_content(parts)) is not None:
+            return role, plain
+    return role, _content_blocks(component, parts, where, lost)
+
+
+def _late_system(component: Component) -> list[dict[str, Any]]:
+    """A system message after the start: user text marked ``[system]`` (blank: nothing)."""
+    if not component.content.strip():
+        return []  # nothing to send
+    return [{"type": "text", "text": f"[system] {component.content}"}]
+
+
+def _plain_content(parts: Sequence[pt.Part]) -> str | list[dict[str, Any]] | None:
+    """A plain message's content without calls: ``[]`` for nothing to send, its text for
+    one text part, ``None`` when it needs blocks."""
+    if not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].text):
+        return []  # nothing to send
+    if len(parts) == 1 and type(parts[0]) is pt.TextPart:
+        return parts[0].text
+    return None
+
+
+def _content_blocks(
+    component: Component, parts: Sequence[pt.Part], where: str, lost: list[str]
+) -> list[dict[str, Any]]:
+    """The blocks of ``parts`` and the calls: parts first, unless an assistant turn's read
+    order was noted (``anthropic_blocks``), which puts them back in that order."""
+    calls = component.tool_calls
     if isinstance(component, ModelOutputThunk) or component.role == "assistant":
         layout = note(component.extra, "anthropic_blocks")
         if isinstance(layout, str) and layout.count("t") == len(calls):
-            part_blocks = iter(_parts_blocks(parts, where, lost))
-            call_blocks = iter(_tool_use(call, lost, where) for call in calls)
-            ordered = [next(call_blocks if c == "t" else part_blocks, None) for c in layout]
-            ordered += list(part_blocks)
-            return role, [block for block in ordered if block is not None]
+            return _in_read_order(layout, parts, calls, where, lost)
     blocks = _parts_blocks(parts, where, lost)
     blocks += [_tool_use(call, lost, where) for call in calls]
-    return role, blocks
+    return blocks
 
 
 def _blank_plain(part: pt.Part) -> bool:
@@ -296,6 +324,17 @@ def _system(items: list[Component], where: list[str], lost: list[str]) -> Any:
     return blocks
 
 
+def _in_read_order(
+    layout: str, parts: Sequence[pt.Part], calls: Sequence[ToolCall], where: str, lost: list[str]
+) -> list[dict[str, Any]]:
+    """The blocks of ``parts`` and ``calls`` in the order ``layout`` noted (``t``: a call)."""
+    part_blocks = iter(_parts_blocks(parts, where, lost))
+    call_blocks = iter(_tool_use(call, lost, where) for call in calls)
+    ordered = [next(call_blocks if c == "t" else part_blocks, None) for c in layout]
+    ordered += list(part_blocks)
+    return [block for block in ordered if block is not None]
+
+
 def turns(
     components: Iterable[Component], *, opener: bool, lost: list[str] | None = None
 ) -> tuple[Any, list[dict[str, Any]]]:
@@ -309,31 +348,53 @@ def turns(
     system = _system(items[:leading], labels[:leading], found)
     messages: list[dict[str, Any]] = []
     for index in range(leading, len(items)):
-        component = items[index]
-        role, content = _blocks(component, labels[index], found)
-        if component.role in _SYSTEM_ROLES and not content:
-            continue  # a blank system message after the start: nothing to send
-        if not content and not (component.structured or note(component.extra, "anthropic_turn")):
-            continue
-        turn_extra = note(component.extra, "anthropic_turn_extra") or {}
-        new = note(component.extra, "anthropic_turn") == "new" or bool(turn_extra)
-        if turn_extra:
-            for key in turn_extra:
-                found.append(f"{labels[index]}: the turn key {key!r} (MessageParam has none)")
-        if messages and messages[-1]["role"] == role and not new:
-            previous = messages[-1]["content"]
-            merged = _as_list(previous) + _as_list(content)
-            # tool_result blocks must open a user message
-            merged.sort(key=lambda block: block.get("type") != "tool_result")
-            messages[-1]["content"] = merged
-            continue
-        if component.tool_call_id is None:  # a result's keys went into its block
-            carried_keys(component.extra, labels[index], found, allowed=KEYS["message"])
-        messages.append({"role": role, "content": content})
+        _place(messages, items[index], labels[index], found)
     if opener and messages and messages[0]["role"] == "assistant":
         messages.insert(0, {"role": "user", "content": "(earlier conversation)"})
     report_losses(lost, found, "to_anthropic")
     return system, messages
+
+
+def _place(
+    messages: list[dict[str, Any]], component: Component, label: str, lost: list[str]
+) -> None:
+    """Add ``component`` to ``messages``: a turn of its own, or joined to the last turn
+    when that has its role and no reader noted a boundary between them."""
+    role, content = _blocks(component, label, lost)
+    if _sends_nothing(component, content):
+        return
+    new = _starts_turn(component, label, lost)
+    if messages and messages[-1]["role"] == role and not new:
+        _join(messages[-1], content)
+        return
+    if component.tool_call_id is None:  # a result's keys went into its block
+        carried_keys(component.extra, label, lost, allowed=KEYS["message"])
+    messages.append({"role": role, "content": content})
+
+
+def _sends_nothing(component: Component, content: Any) -> bool:
+    """Whether a component with ``content`` is left out: a blank system message after the
+    start, or empty content where no reader noted a turn of its own."""
+    if component.role in _SYSTEM_ROLES and not content:
+        return True
+    return not content and not (component.structured or note(component.extra, "anthropic_turn"))
+
+
+def _starts_turn(component: Component, label: str, lost: list[str]) -> bool:
+    """Whether a reader noted that ``component`` opened a turn of its own (the turn's
+    keys, which ``MessageParam`` has no place for, are reported)."""
+    turn_extra = note(component.extra, "anthropic_turn_extra") or {}
+    for key in turn_extra:
+        lost.append(f"{label}: the turn key {key!r} (MessageParam has none)")
+    return note(component.extra, "anthropic_turn") == "new" or bool(turn_extra)
+
+
+def _join(turn: dict[str, Any], content: Any) -> None:
+    """Add ``content`` to ``turn`` (a component of the same role, in the same turn)."""
+    merged = _as_list(turn["content"]) + _as_list(content)
+    # tool_result blocks must open a user message
+    merged.sort(key=lambda block: block.get("type") != "tool_result")
+    turn["content"] = merged
 
 
 def _as_list(content: Any) -> list[dict[str, Any]]:

@@ -137,23 +137,27 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
-    inner = part[key]
+def _is_media(inner: Any, fields: tuple[str, str], *, needs_mime: bool) -> bool:
+    """Whether ``inner`` holds only ``fields``: a string payload and a string (or no) mime."""
     if not isinstance(inner, Mapping) or not set(inner) <= set(fields):
+        return False
+    mime, payload = (inner.get(f) for f in fields)
+    if needs_mime and mime is None:
+        return False
+    return type(payload) is str and (mime is None or type(mime) is str)
+
+
+def _media(part: Mapping[str, Any], key: str, fields: tuple[str, str]) -> pt.Part | None:
+    inline = key == "inlineData"  # base64 data, which needs its mime; else a file's uri
+    inner = part[key]
+    if not _is_media(inner, fields, needs_mime=inline):
         return None
     mime, payload = (inner.get(f) for f in fields)
-    if type(payload) is not str or (mime is not None and type(mime) is not str):
-        return None
-    if key == "inlineData" and mime is None:
-        return None
     extra = other_keys(part, key)
-    is_image = mime is not None and mime.startswith("image/")
-    if key == "inlineData":
-        kind = pt.ImagePart if is_image else pt.DocumentPart
+    kind = pt.ImagePart if mime is not None and mime.startswith("image/") else pt.DocumentPart
+    if inline:
         return kind(data=payload, media_type=mime, extra=extra)
-    if is_image:
-        return pt.ImagePart(url=payload, media_type=mime, extra=extra)
-    return pt.DocumentPart(url=payload, media_type=mime, extra=extra)
+    return kind(url=payload, media_type=mime, extra=extra)
 
 
 def _read_part(part: Mapping[str, Any]) -> pt.Part:
@@ -188,55 +192,69 @@ def _inner_extra(part: Mapping[str, Any], key: str, known: tuple[str, ...]) -> d
     return extra
 
 
-def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
-    inner = part["functionCall"]
+def _named(part: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    """``part[key]``, a call or response, which must be an object with a non-empty name."""
+    inner = part[key]
     if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise invalid(where, f"functionCall={short_repr(inner)} needs a non-empty 'name'")
+        raise invalid(where, f"{key}={short_repr(inner)} needs a non-empty 'name'")
+    return inner
+
+
+def _given_id(inner: Mapping[str, Any]) -> str | None:
+    """The call or response's own ``id``, or ``None`` when it has no usable one."""
     given = inner.get("id")
-    known: tuple[str, ...] = ("name", "args", "id")
-    made_up = type(given) is not str or not given
-    call_id = f"{SYNTHETIC_ID_PREFIX}{number}" if made_up else str(given)
-    if made_up:
-        known = ("name", "args")  # an invalid id stays under extra, verbatim
-    args = inner.get("args")
-    if "args" in inner and not isinstance(args, Mapping):
-        known = tuple(k for k in known if k != "args")  # kept verbatim under extra
-    arguments = _json_text(args, where, "functionCall args") if isinstance(args, Mapping) else ""
-    extra = _inner_extra(part, "functionCall", known)
-    if made_up:
+    return given if type(given) is str and given else None
+
+
+def _read_keys(inner: Mapping[str, Any], payload: str) -> tuple[str, ...]:
+    """The keys of ``inner`` read into the component; an invalid id or a ``payload``
+    that is not an object stays under extra, verbatim."""
+    keys = ["name"]
+    if _given_id(inner) is not None:
+        keys.append("id")
+    if isinstance(inner.get(payload), Mapping):
+        keys.append(payload)
+    return tuple(keys)
+
+
+def _payload_text(inner: Mapping[str, Any], payload: str, where: str, field: str) -> str:
+    """``inner[payload]`` as JSON text, or ``""`` when it is not an object."""
+    value = inner.get(payload)
+    return _json_text(value, where, field) if isinstance(value, Mapping) else ""
+
+
+def _read_call(part: Mapping[str, Any], number: int, where: str) -> ToolCall:
+    inner = _named(part, "functionCall", where)
+    given = _given_id(inner)
+    call_id = f"{SYNTHETIC_ID_PREFIX}{number}" if given is None else given
+    arguments = _payload_text(inner, "args", where, "functionCall args")
+    extra = _inner_extra(part, "functionCall", _read_keys(inner, "args"))
+    if given is None:
         extra = with_notes(extra, id="absent")
     return ToolCall(call_id, inner["name"], arguments, extra=extra)
 
 
+def _answered(pending: list[ToolCall], given: str | None, name: str) -> tuple[str, ToolCall | None]:
+    """The id a response answers and the pending call it matches: by its id, or without
+    one, the earliest pending call of its name (none: an orphan id made from the name)."""
+    if given is not None:
+        return given, next((c for c in pending if c.id == given), None)
+    match = next((c for c in pending if c.name == name), None)
+    return (match.id if match is not None else f"{SYNTHETIC_ID_PREFIX}orphan-{name}"), match
+
+
 def _read_response(part: Mapping[str, Any], pending: list[ToolCall], where: str) -> ToolMessage:
-    inner = part["functionResponse"]
-    if not isinstance(inner, Mapping) or type(inner.get("name")) is not str or not inner["name"]:
-        raise invalid(where, f"functionResponse={short_repr(inner)} needs a non-empty 'name'")
+    inner = _named(part, "functionResponse", where)
     name = inner["name"]
-    given = inner.get("id")
-    known: tuple[str, ...] = ("name", "id", "response")
-    made_up = not (type(given) is str and given)
-    call_id = str(given)
-    if not made_up:
-        match = next((c for c in pending if c.id == call_id), None)
-    else:
-        known = ("name", "response")
-        match = next((c for c in pending if c.name == name), None)
-        call_id = match.id if match is not None else f"{SYNTHETIC_ID_PREFIX}orphan-{name}"
+    given = _given_id(inner)
+    call_id, match = _answered(pending, given, name)
     if match is not None:
         pending.remove(match)
-    response = inner.get("response")
-    if not isinstance(response, Mapping):
-        known = tuple(k for k in known if k != "response")
-    text = (
-        _json_text(response, where, "functionResponse response")
-        if isinstance(response, Mapping)
-        else ""
-    )
-    extra = _inner_extra(part, "functionResponse", known)
+    text = _payload_text(inner, "response", where, "functionResponse response")
+    extra = _inner_extra(part, "functionResponse", _read_keys(inner, "response"))
     extra = with_notes(
         extra,
-        id="absent" if made_up else None,
+        id="absent" if given is None else None,
         response="absent" if "response" not in inner else None,
     )
     return ToolMessage(text, tool_call_id=call_id, name=name, extra=extra)
@@ -292,18 +310,9 @@ def _read(
     out: list[Component] = []
     starts: list[int] = []
     if system_instruction is not None:
-        if not isinstance(system_instruction, Mapping):
-            raise invalid(
-                "systemInstruction", f"{short_repr(system_instruction)} must be an object"
-            )
-        try:
-            parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
-            extra = other_keys(system_instruction, "parts")
-            out.append(Message("system", parts, extra=extra, structured=True))
-        except InvalidComponentError as exc:
-            raise invalid("systemInstruction", str(exc)) from exc
+        out.append(_read_system(system_instruction))
         starts.append(-1)
-    pending: list[ToolCall] = []
+    pending: list[ToolCall] = []  # the calls of the last model content, not yet answered
     calls = 0
     for index, content in enumerate(contents):
         where = f"content {index}"
@@ -314,30 +323,12 @@ def _read(
         extra = other_keys(content, "role", "parts")
         try:
             if role == "model":
-                # one model content is one model step, whatever the order of its parts
-                pending = []
-                held: list[pt.Part] = []
-                layout = ""
-                for at, block in enumerate(raw):
-                    if "functionCall" in block:
-                        pending.append(_read_call(block, calls, f"{where} parts[{at}]"))
-                        calls += 1
-                        layout += "c"
-                    else:
-                        held.append(_read_part(block))
-                        layout += "p"
-                if "cp" in layout:  # a part after a call: note the order to write it back
-                    extra = with_notes(extra, gemini_parts=layout)
-                out.append(
-                    ModelOutputThunk(parts=held, tool_calls=pending, extra=extra, structured=True)
-                )
+                step = _read_model(raw, extra, calls, where)
+                out.append(step)
+                pending = list(step.tool_calls)
+                calls += len(pending)
             elif role == "user":
-                answers = [p for p in raw if "functionResponse" in p]
-                for at, block in enumerate(answers):
-                    out.append(_read_response(block, pending, f"{where} parts[{at}]"))
-                rest = [_read_part(p) for p in raw if "functionResponse" not in p]
-                if rest or not answers:
-                    out.append(Message("user", rest, extra=extra, structured=True))
+                out += _read_user(raw, extra, pending, where)
                 pending = []
             else:
                 raise invalid(where, f"role={short_repr(role)} must be 'user' or 'model'")
@@ -347,7 +338,69 @@ def _read(
     return out, starts
 
 
+def _read_system(system_instruction: Mapping[str, Any]) -> Message:
+    """``systemInstruction``, read as a system message."""
+    if not isinstance(system_instruction, Mapping):
+        raise invalid("systemInstruction", f"{short_repr(system_instruction)} must be an object")
+    try:
+        parts = tuple(_read_part(p) for p in _parts_of(system_instruction, "systemInstruction"))
+        extra = other_keys(system_instruction, "parts")
+        return Message("system", parts, extra=extra, structured=True)
+    except InvalidComponentError as exc:
+        raise invalid("systemInstruction", str(exc)) from exc
+
+
+def _read_model(
+    raw: Sequence[Mapping[str, Any]], extra: dict[str, Any], calls: int, where: str
+) -> ModelOutputThunk:
+    """A model content: one model step, whatever the order of its parts (``calls``: the
+    calls read so far, which number the ids made up for calls without one)."""
+    made: list[ToolCall] = []
+    held: list[pt.Part] = []
+    layout = ""
+    for at, block in enumerate(raw):
+        if "functionCall" in block:
+            made.append(_read_call(block, calls + len(made), f"{where} parts[{at}]"))
+            layout += "c"
+        else:
+            held.append(_read_part(block))
+            layout += "p"
+    if "cp" in layout:  # a part after a call: note the order to write it back
+        extra = with_notes(extra, gemini_parts=layout)
+    return ModelOutputThunk(parts=held, tool_calls=made, extra=extra, structured=True)
+
+
+def _read_user(
+    raw: Sequence[Mapping[str, Any]], extra: dict[str, Any], pending: list[ToolCall], where: str
+) -> list[Component]:
+    """A user content: its function responses (answering ``pending``), then the rest as a
+    user message (kept when there is no response, so an empty content stays one)."""
+    answers = [p for p in raw if "functionResponse" in p]
+    out: list[Component] = [
+        _read_response(block, pending, f"{where} parts[{at}]") for at, block in enumerate(answers)
+    ]
+    rest = [_read_part(p) for p in raw if "functionResponse" not in p]
+    if rest or not answers:
+        out.append(Message("user", rest, extra=extra, structured=True))
+    return out
+
+
 # -- writing -----------------------------------------------------------------------------------
+
+
+def _file_data(uri: str, mime: str | None) -> dict[str, Any]:
+    """A ``fileData`` part's object: the uri, with its mime when known."""
+    return {"mimeType": mime, "fileUri": uri} if mime is not None else {"fileUri": uri}
+
+
+def _response_field(result: Component) -> dict[str, Any] | None:
+    """A result's ``response``: its text's JSON object, else ``{"result": text}``; ``None``
+    for an empty result read from a response without one."""
+    text = result.content
+    if not text and note(result.extra, "response") == "absent":
+        return None
+    response = _loads(text) if text else None
+    return response if isinstance(response, dict) else {"result": text}
 
 
 class _Writer:
@@ -380,57 +433,61 @@ class _Writer:
         return {key: inner, **part}
 
     def part(self, part: pt.Part) -> dict[str, Any] | None:
+        """``part`` as a Gemini part, or ``None`` (reported) when Gemini has no place for it."""
         match part:
             case pt.ThinkingPart():
-                if (
-                    part.provider != PROVIDER
-                ):  # another provider's thinking: Gemini cannot verify it
-                    self.lost.append(f"{self.where}: a thinking part from {part.provider!r}")
-                    return None
-                block = {
-                    "text": part.text,
-                    "thought": True,
-                    **self.keys(part.extra, _BESIDE, "part"),
-                }
-                if part.signature is not None:
-                    block["thoughtSignature"] = part.signature
-                return block
+                return self.thinking(part)
             case pt.TextPart() | pt.RefusalPart():
                 return {"text": part.text, **self.keys(part.extra, _BESIDE, "part")}
             case pt.ImagePart() | pt.DocumentPart():
-                if part.data is not None:
-                    mime = part.media_type or "application/octet-stream"
-                    return self.inner(
-                        part.extra, "inlineData", {"mimeType": mime, "data": part.data}
-                    )
-                if part.url is not None:
-                    media = {"fileUri": part.url}
-                    if part.media_type is not None:
-                        media = {"mimeType": part.media_type, **media}
-                    return self.inner(part.extra, "fileData", media)
-                if isinstance(part, pt.DocumentPart) and part.text is not None:
-                    return {"text": part.text}
-                what = "an image" if isinstance(part, pt.ImagePart) else "a document"
-                self.lost.append(f"{self.where}: {what} given only by a provider file id")
-                return None
+                return self.media(part)
             case pt.AudioPart():
-                if part.data is not None:
-                    mime = f"audio/{part.format or 'wav'}"
-                    return {"inlineData": {"mimeType": mime, "data": part.data}}
-                self.lost.append(f"{self.where}: an audio part given only by id {part.id!r}")
-                return None
+                return self.audio(part)
             case pt.OpaquePart():
-                if part.provider == PROVIDER:
-                    return pt.thaw_json(part.block)  # type: ignore[no-any-return]
-                self.lost.append(
-                    f"{self.where}: an opaque {part.provider} block of type {part.type!r}"
-                )
-                return None
+                return self.opaque(part)
             case pt.RedactedThinkingPart():
-                self.lost.append(f"{self.where}: redacted thinking (Gemini cannot verify it)")
+                self.lose("redacted thinking (Gemini cannot verify it)")
                 return None
             case _:
                 pt.assert_never(part)
+
+    def lose(self, what: str) -> None:
+        """Report ``what`` as left out."""
+        self.lost.append(f"{self.where}: {what}")
+
+    def thinking(self, part: pt.ThinkingPart) -> dict[str, Any] | None:
+        if part.provider != PROVIDER:  # another provider's thinking: Gemini cannot verify it
+            self.lose(f"a thinking part from {part.provider!r}")
+            return None
+        block = {"text": part.text, "thought": True, **self.keys(part.extra, _BESIDE, "part")}
+        if part.signature is not None:
+            block["thoughtSignature"] = part.signature
+        return block
+
+    def media(self, part: pt.ImagePart | pt.DocumentPart) -> dict[str, Any] | None:
+        """Inline data, else a file by uri, else a document's text; a provider file id is lost."""
+        if part.data is not None:
+            mime = part.media_type or "application/octet-stream"
+            return self.inner(part.extra, "inlineData", {"mimeType": mime, "data": part.data})
+        if part.url is not None:
+            return self.inner(part.extra, "fileData", _file_data(part.url, part.media_type))
+        if isinstance(part, pt.DocumentPart) and part.text is not None:
+            return {"text": part.text}
+        what = "an image" if isinstance(part, pt.ImagePart) else "a document"
+        self.lose(f"{what} given only by a provider file id")
+        return None
+
+    def audio(self, part: pt.AudioPart) -> dict[str, Any] | None:
+        if part.data is None:
+            self.lose(f"an audio part given only by id {part.id!r}")
+            return None
+        return {"inlineData": {"mimeType": f"audio/{part.format or 'wav'}", "data": part.data}}
+
+    def opaque(self, part: pt.OpaquePart) -> dict[str, Any] | None:
+        if part.provider != PROVIDER:
+            self.lose(f"an opaque {part.provider} block of type {part.type!r}")
+            return None
+        return pt.thaw_json(part.block)  # type: ignore[no-any-return]
 
     def parts(self, parts: Iterable[pt.Part]) -> list[dict[str, Any]]:
         return [block for block in map(self.part, parts) if block is not None]
@@ -450,10 +507,8 @@ class _Writer:
         inner: dict[str, Any] = {"name": result.name or names.get(call_id, "tool")}
         if call_id and call_id not in idless and note(result.extra, "id") != "absent":
             inner["id"] = call_id
-        text = result.content
-        if text or note(result.extra, "response") != "absent":
-            response = _loads(text) if text else None
-            inner["response"] = response if isinstance(response, dict) else {"result": text}
+        if (response := _response_field(result)) is not None:
+            inner["response"] = response
         if result.is_error:
             self.lost.append(f"{self.where}: the is_error flag of the result for {call_id!r}")
         return self.inner(result.extra, "functionResponse", inner)
@@ -522,65 +577,105 @@ def _write(components: Iterable[Component]) -> tuple[dict[str, Any], list[int], 
     """The body, for each content the index of the component it starts with, and the losses."""
     items = list(components)
     writer = _Writer()
-    body: dict[str, Any] = {}
-    owners: list[int] = []
     start = 0
     while start < len(items) and items[start].role in ("system", "developer"):
         start += 1
-    if start:
-        writer.where = "component 0"
-        extra = writer.keys(items[0].extra, CONTENT_FIELDS - {"parts"}, "content")
-        parts = []
-        for index, component in enumerate(items[:start]):
-            writer.where = f"component {index}"
-            parts += writer.parts(component.parts)
-        body["systemInstruction"] = {**extra, "parts": parts}
-    contents: list[dict[str, Any]] = []
-    answers: dict[str, Any] | None = None  # the user content of the last model turn's responses
-    run = 0  # where the user contents after the last model turn start
-    names: dict[str, str] = {}  # call id -> tool name
-    idless: set[str] = set()  # the ids of calls written without one
-    for offset, component in enumerate(items[start:]):
-        writer.where = f"component {start + offset}"
-        if component.role == "tool":
-            if answers is None:  # responses come first in their user turn, as Gemini wants
-                answers = {"role": "user", "parts": []}
-                contents.insert(run, answers)
-                owners.insert(run, start + offset)
-            answers["parts"].append(writer.response(component, names, idless))
-            continue
-        writer.content_keys(component)
-        if component.role == "assistant":
-            parts = writer.model(component)
-            if not parts:
-                writer.empty("model")
-            elif component.tool_calls and contents and contents[-1]["role"] == "model":
-                # a call turn must follow a user turn: after a cut (or a user turn left
-                # empty), join the run of model turns before it into one
-                first = len(contents) - 1
-                while first > 0 and contents[first - 1]["role"] == "model":
-                    first -= 1
-                for joined in contents[first + 1 :]:
-                    contents[first]["parts"] += joined["parts"]
-                del contents[first + 1 :], owners[first + 1 :]
-                contents[first]["parts"] += parts
-            else:
-                contents.append({"role": "model", "parts": parts})
-                owners.append(start + offset)
-            answers, run = None, len(contents)
-            names.update((call.id, call.name) for call in component.tool_calls)
-            idless.update(c.id for c in component.tool_calls if note(c.extra, "id") == "absent")
-        elif parts := writer.parts(component.parts):
-            contents.append({"role": "user", "parts": parts})
-            owners.append(start + offset)
+    body = {"systemInstruction": _system_instruction(items[:start], writer)} if start else {}
+    built = _Contents(writer)
+    for index in range(start, len(items)):
+        writer.where = f"component {index}"
+        built.add(items[index], index)
+    built.open_with_user()
+    return {"contents": built.contents, **body}, built.owners, writer.lost
+
+
+def _system_instruction(leading: Sequence[Component], writer: _Writer) -> dict[str, Any]:
+    """The leading system and developer messages, their parts joined, as one instruction."""
+    writer.where = "component 0"
+    extra = writer.keys(leading[0].extra, CONTENT_FIELDS - {"parts"}, "content")
+    parts = []
+    for index, component in enumerate(leading):
+        writer.where = f"component {index}"
+        parts += writer.parts(component.parts)
+    return {**extra, "parts": parts}
+
+
+class _Contents:
+    """The contents :func:`to_gemini` builds, and the index of the component each starts with."""
+
+    def __init__(self, writer: _Writer) -> None:
+        self.writer = writer
+        self.contents: list[dict[str, Any]] = []
+        self.owners: list[int] = []
+        self.answers: dict[str, Any] | None = (
+            None  # the user content of the last model turn's responses
+        )
+        self.run = 0  # where the user contents after the last model turn start
+        self.names: dict[str, str] = {}  # call id -> tool name
+        self.idless: set[str] = set()  # the ids of calls written without one
+
+    def add(self, component: Component, index: int) -> None:
+        """Write ``component``, the ``index``-th, where its role puts it."""
+        by_role = {"tool": self.result, "assistant": self.model}
+        by_role.get(component.role, self.user)(component, index)
+
+    def result(self, component: Component, index: int) -> None:
+        if self.answers is None:  # responses come first in their user turn, as Gemini wants
+            self.answers = {"role": "user", "parts": []}
+            self.contents.insert(self.run, self.answers)
+            self.owners.insert(self.run, index)
+        self.answers["parts"].append(self.writer.response(component, self.names, self.idless))
+
+    def model(self, component: Component, index: int) -> None:
+        self.writer.content_keys(component)
+        parts = self.writer.model(component)
+        if not parts:
+            self.writer.empty("model")
+        elif component.tool_calls and self.contents and self.contents[-1]["role"] == "model":
+            self.join_model_run()["parts"] += parts
         else:
-            writer.empty("user")
-    if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
-        # "function call turn comes immediately after a user turn or after a function
-        # response turn": a history cut before its first user turn gets one, as to_anthropic
-        contents.insert(0, {"role": "user", "parts": [{"text": OPENER}]})
-        owners.insert(0, owners[0])
-    return {"contents": contents, **body}, owners, writer.lost
+            self.append("model", parts, index)
+        self.answers, self.run = None, len(self.contents)
+        calls = component.tool_calls
+        self.names.update((call.id, call.name) for call in calls)
+        self.idless.update(c.id for c in calls if note(c.extra, "id") == "absent")
+
+    def join_model_run(self) -> dict[str, Any]:
+        """Join the run of model contents at the end into its first, and return that one.
+
+        A call turn must follow a user turn: after a cut (or a user turn left empty),
+        the model turns before it become one.
+        """
+        contents = self.contents
+        first = len(contents) - 1
+        while first > 0 and contents[first - 1]["role"] == "model":
+            first -= 1
+        for joined in contents[first + 1 :]:
+            contents[first]["parts"] += joined["parts"]
+        del contents[first + 1 :], self.owners[first + 1 :]
+        return contents[first]
+
+    def user(self, component: Component, index: int) -> None:
+        self.writer.content_keys(component)
+        if parts := self.writer.parts(component.parts):
+            self.append("user", parts, index)
+        else:
+            self.writer.empty("user")
+
+    def append(self, role: str, parts: list[dict[str, Any]], index: int) -> None:
+        self.contents.append({"role": role, "parts": parts})
+        self.owners.append(index)
+
+    def open_with_user(self) -> None:
+        """Put a user turn before an opening function call turn.
+
+        "function call turn comes immediately after a user turn or after a function
+        response turn": a history cut before its first user turn gets one, as to_anthropic.
+        """
+        contents = self.contents
+        if contents and contents[0]["role"] == "model" and _has_call(contents[0]):
+            contents.insert(0, {"role": "user", "parts": [{"text": OPENER}]})
+            self.owners.insert(0, self.owners[0])
 
 
 def _has_call(content: Mapping[str, Any]) -> bool:

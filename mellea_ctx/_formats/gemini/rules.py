@@ -10,7 +10,7 @@ not from our reader, so it judges any request, whoever wrote it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..._core.components import Component
@@ -81,35 +81,65 @@ def _part(part: object, role: str, where: str) -> list[str]:
     value = part[key]
     if key == "text" and type(value) is not str:
         return [f"{where}: text={short_repr(value)} must be a string"]
-    shape = _fields(part, "part", PART_FIELDS, where)
-    if isinstance(value, Mapping) and key in INNER_FIELDS:
-        shape += _fields(value, key, INNER_FIELDS[key], where)
+    shape = _part_fields(part, key, where)
     if shape:
         return shape
-    if key == "inlineData" and not (
+    check = _DATA_CHECKS.get(key)
+    return check(value, key, role, where) if check is not None else []
+
+
+def _part_fields(part: Mapping[str, Any], key: str, where: str) -> list[str]:
+    """The unknown or mistyped fields of a part and of the object its data ``key`` holds."""
+    shape = _fields(part, "part", PART_FIELDS, where)
+    value = part[key]
+    if isinstance(value, Mapping) and key in INNER_FIELDS:
+        shape += _fields(value, key, INNER_FIELDS[key], where)
+    return shape
+
+
+def _inline_data(value: object, key: str, role: str, where: str) -> list[str]:
+    if not (
         isinstance(value, Mapping)
         and type(value.get("mimeType")) is str
         and type(value.get("data")) is str
     ):
         return [f"{where}: inlineData needs 'mimeType' and 'data' (base64) as strings"]
-    if key == "fileData" and not (isinstance(value, Mapping) and type(value.get("fileUri")) is str):
-        return [f"{where}: fileData needs 'fileUri' as a string"]
-    if key in ("functionCall", "functionResponse"):
-        wanted = "model" if key == "functionCall" else "user"
-        if role != wanted:
-            return [f"{where}: a {key} belongs in a {wanted!r} content, not {role!r}"]
-        if (
-            not isinstance(value, Mapping)
-            or type(value.get("name")) is not str
-            or not value["name"]
-        ):
-            return [f"{where}: {key} needs a non-empty 'name'"]
-        field = "args" if key == "functionCall" else "response"
-        if (field in value or field == "response") and not isinstance(value.get(field), Mapping):
-            return [f"{where}: {key} {field}={short_repr(value.get(field))} must be an object"]
-        if not _finite(value.get(field)):
-            return [f"{where}: {key} {field} holds NaN or Infinity, which JSON (and Gemini) refuse"]
     return []
+
+
+def _file_data(value: object, key: str, role: str, where: str) -> list[str]:
+    if not (isinstance(value, Mapping) and type(value.get("fileUri")) is str):
+        return [f"{where}: fileData needs 'fileUri' as a string"]
+    return []
+
+
+def _call_or_response(value: object, key: str, role: str, where: str) -> list[str]:
+    """A call in a model content, a response in a user one; named, with an object payload."""
+    wanted = "model" if key == "functionCall" else "user"
+    if role != wanted:
+        return [f"{where}: a {key} belongs in a {wanted!r} content, not {role!r}"]
+    if not (isinstance(value, Mapping) and type(value.get("name")) is str and value["name"]):
+        return [f"{where}: {key} needs a non-empty 'name'"]
+    return _payload(value, key, where)
+
+
+def _payload(value: Mapping[str, Any], key: str, where: str) -> list[str]:
+    """A call's ``args`` (when given) or a response's ``response``: a finite JSON object."""
+    field = "args" if key == "functionCall" else "response"
+    if (field in value or field == "response") and not isinstance(value.get(field), Mapping):
+        return [f"{where}: {key} {field}={short_repr(value.get(field))} must be an object"]
+    if not _finite(value.get(field)):
+        return [f"{where}: {key} {field} holds NaN or Infinity, which JSON (and Gemini) refuse"]
+    return []
+
+
+#: The checks of a part's data, by its key, once its fields are known good.
+_DATA_CHECKS: Final[dict[str, Callable[[object, str, str, str], list[str]]]] = {
+    "inlineData": _inline_data,
+    "fileData": _file_data,
+    "functionCall": _call_or_response,
+    "functionResponse": _call_or_response,
+}
 
 
 def system_problems(system: object) -> list[str]:
@@ -241,28 +271,43 @@ def contents_problems(contents: Iterable[Any]) -> list[tuple[int | None, str]]:
             problems.append(f"{where}: {short_repr(content)} must be an object with 'parts'")
             previous = None
             continue
-        role = content.get("role", "user")
-        if role not in ("user", "model"):
-            problems.append(f"{where}: role={short_repr(role)} must be 'user' or 'model'")
-        problems += _fields(content, "content", CONTENT_FIELDS, where)
-        parts = content.get("parts")
-        if not isinstance(parts, list) or not parts:
-            problems.append(f"{where}: parts={short_repr(parts)} must be a non-empty list")
-            parts = []
-        for at, part in enumerate(parts):
-            problems += _part(part, str(role), f"{where} parts[{at}]")
-        calls = _calls(content, "functionCall")
-        opens = previous is None or previous.get("role", "user") != "user"
-        if calls and role == "model" and opens:
-            # Gemini's 400: "Please ensure that function call turn comes immediately after a
-            # user turn or after a function response turn."
-            problems.append(f"{where}: a function call turn must come right after a user turn")
-        before = _calls(previous, "functionCall") if previous is not None else []
-        answers = _calls(content, "functionResponse")
-        if before or answers:
-            reason = _answers(before, answers)
-            if reason is not None:
-                problems.append(f"{where}: {reason}")
+        problems += _content(content, where)
+        problems += _after(content, previous, where)
         previous = content
     owners += [len(listed) - 1] * (len(problems) - len(owners))
     return list(zip(owners, problems, strict=True))
+
+
+def _content(content: Mapping[str, Any], where: str) -> list[str]:
+    """The problems of one content on its own: its role, fields and parts."""
+    problems = []
+    role = content.get("role", "user")
+    if role not in ("user", "model"):
+        problems.append(f"{where}: role={short_repr(role)} must be 'user' or 'model'")
+    problems += _fields(content, "content", CONTENT_FIELDS, where)
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        problems.append(f"{where}: parts={short_repr(parts)} must be a non-empty list")
+        parts = []
+    for at, part in enumerate(parts):
+        problems += _part(part, str(role), f"{where} parts[{at}]")
+    return problems
+
+
+def _after(content: Mapping[str, Any], previous: Mapping[str, Any] | None, where: str) -> list[str]:
+    """The problems of a content beside the one before it (``None``: none, or not an object):
+    a call turn comes right after a user turn, and responses answer the calls before."""
+    problems = []
+    calls = _calls(content, "functionCall")
+    opens = previous is None or previous.get("role", "user") != "user"
+    if calls and content.get("role", "user") == "model" and opens:
+        # Gemini's 400: "Please ensure that function call turn comes immediately after a
+        # user turn or after a function response turn."
+        problems.append(f"{where}: a function call turn must come right after a user turn")
+    before = _calls(previous, "functionCall") if previous is not None else []
+    answers = _calls(content, "functionResponse")
+    if before or answers:
+        reason = _answers(before, answers)
+        if reason is not None:
+            problems.append(f"{where}: {reason}")
+    return problems

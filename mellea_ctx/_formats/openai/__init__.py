@@ -13,7 +13,7 @@ its line), the field, the value with ``repr``, what was expected and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..._core.components import Component
 from .read import OPENAI_ROLES, from_openai, parse_message
@@ -26,6 +26,52 @@ __all__ = ["OPENAI_ROLES", "from_openai", "parse_message", "to_openai", "validat
 
 def _message_label(index: int) -> str:
     return f"message {index}"
+
+
+def _repeated_ids(component: Component) -> list[str]:
+    """A problem per call id that appears again among one message's calls."""
+    problems = []
+    in_message: set[str] = set()
+    for call in component.tool_calls:
+        if call.id in in_message:
+            problems.append(
+                f"tool call id {call.id!r} appears twice in this message; give each "
+                "call of one message its own id"
+            )
+        in_message.add(call.id)
+    return problems
+
+
+def _misplaced(
+    call_id: str,
+    call_at: Mapping[str, int],
+    answered_at: Mapping[str, int],
+    exchange: int | None,
+    label: Callable[[int], str],
+) -> str:
+    """Why a result that answers no pending call is out of place (``exchange``: the
+    assistant message whose results may still follow, if any)."""
+    if call_id in answered_at:
+        detail = f"was already answered by {label(answered_at[call_id])}; drop the duplicate"
+    elif call_id in call_at and exchange is None:
+        detail = (
+            f"is called in {label(call_at[call_id])}, but a non-tool message comes between; "
+            "put each result right after the assistant message that called it"
+        )
+    elif call_id in call_at:
+        assert exchange is not None
+        detail = (
+            f"is called in {label(call_at[call_id])}, not in the closest preceding "
+            f"assistant message ({label(exchange)}); put each result right after its call"
+        )
+    elif exchange is None:
+        detail = "answers no earlier tool call; drop the orphan result or restore its call"
+    else:
+        detail = (
+            f"matches no call of the closest preceding assistant message "
+            f"({label(exchange)}); drop the orphan result or restore its call"
+        )
+    return detail
 
 
 def call_problems(
@@ -56,15 +102,8 @@ def call_problems(
                 problems.append((index, msg))
             close(index)
             exchange, pending = None, {}
-            in_message: set[str] = set()
+            problems += [(index, msg) for msg in _repeated_ids(component)]
             for call in component.tool_calls:
-                if call.id in in_message:
-                    msg = (
-                        f"tool call id {call.id!r} appears twice in this message; give each "
-                        "call of one message its own id"
-                    )
-                    problems.append((index, msg))
-                in_message.add(call.id)
                 # A later message may reuse an id (OpenAI accepts it): each result
                 # pairs with the closest preceding assistant message.
                 call_at[call.id] = index
@@ -77,26 +116,7 @@ def call_problems(
             del pending[call_id]
             answered_at[call_id] = index
             continue
-        if call_id in answered_at:
-            detail = f"was already answered by {label(answered_at[call_id])}; drop the duplicate"
-        elif call_id in call_at and exchange is None:
-            detail = (
-                f"is called in {label(call_at[call_id])}, but a non-tool message comes between; "
-                "put each result right after the assistant message that called it"
-            )
-        elif call_id in call_at:
-            assert exchange is not None
-            detail = (
-                f"is called in {label(call_at[call_id])}, not in the closest preceding "
-                f"assistant message ({label(exchange)}); put each result right after its call"
-            )
-        elif exchange is None:
-            detail = "answers no earlier tool call; drop the orphan result or restore its call"
-        else:
-            detail = (
-                f"matches no call of the closest preceding assistant message "
-                f"({label(exchange)}); drop the orphan result or restore its call"
-            )
+        detail = _misplaced(call_id, call_at, answered_at, exchange, label)
         problems.append((index, f"tool result for tool_call_id={call_id!r} {detail}"))
     # A trailing exchange still waiting for results is open, not broken.
     problems.sort(key=lambda problem: problem[0])

@@ -13,7 +13,7 @@ which key they travel in. Every key we do not model is kept in ``extra``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..._core import parts as pt
@@ -63,37 +63,63 @@ def _part(part: object, role: str, where: str) -> pt.Part:
             where, f"{short_repr(part)} is not a content part; expected an object with a 'type'"
         )
     kind = part.get("type")
-    if kind == "text":
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise invalid(where, f"text={short_repr(text)} must be a string")
-        return pt.TextPart(text, extra=other_keys(part, "type", "text"))
-    if kind == "refusal" and isinstance(part.get("refusal"), str):
-        return pt.RefusalPart(part["refusal"], extra=other_keys(part, "type", "refusal"))
-    if kind == "image_url":
-        if role != "user":
-            msg = f"type='image_url' is only allowed in user messages, not role={role!r}"
-            raise invalid(where, f"{msg}; move the image to a user message")
-        inner = _inner(part, "image_url", ("url", "detail"))
-        if inner is None or not inner.get("url"):
-            image = part.get("image_url")
-            msg = (
-                f"image_url={short_repr(image)} must be an object "
-                '{"url": "..."} with a non-empty url'
-            )
-            raise invalid(where, msg)
-        extra = _extra(part, "image_url", inner, ("url", "detail"))
-        return pt.ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
-    if kind == "input_audio":
-        inner = _inner(part, "input_audio", ("data", "format"))
-        if inner is not None and isinstance(inner.get("data"), str):
-            extra = _extra(part, "input_audio", inner, ("data", "format"))
-            return pt.AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
-    if kind == "file":
-        inner = _inner(part, "file", ("file_data", "file_id", "filename"))
-        if inner is not None and (inner.get("file_data") or inner.get("file_id")):
-            return _file(part, inner)
-    return pt.OpaquePart("openai", part)
+    read = _PART_READERS.get(kind) if isinstance(kind, str) else None
+    found = read(part, role, where) if read is not None else None
+    return found if found is not None else pt.OpaquePart("openai", part)
+
+
+def _text(part: Mapping[str, Any], role: str, where: str) -> pt.Part | None:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise invalid(where, f"text={short_repr(text)} must be a string")
+    return pt.TextPart(text, extra=other_keys(part, "type", "text"))
+
+
+def _refusal(part: Mapping[str, Any], role: str, where: str) -> pt.Part | None:
+    if not isinstance(part.get("refusal"), str):
+        return None
+    return pt.RefusalPart(part["refusal"], extra=other_keys(part, "type", "refusal"))
+
+
+def _image_url(part: Mapping[str, Any], role: str, where: str) -> pt.Part | None:
+    """An image, only in a user message, with a non-empty url."""
+    if role != "user":
+        msg = f"type='image_url' is only allowed in user messages, not role={role!r}"
+        raise invalid(where, f"{msg}; move the image to a user message")
+    inner = _inner(part, "image_url", ("url", "detail"))
+    if inner is None or not inner.get("url"):
+        image = part.get("image_url")
+        msg = (
+            f'image_url={short_repr(image)} must be an object {{"url": "..."}} with a non-empty url'
+        )
+        raise invalid(where, msg)
+    extra = _extra(part, "image_url", inner, ("url", "detail"))
+    return pt.ImagePart(url=inner["url"], detail=inner.get("detail"), extra=extra)
+
+
+def _input_audio(part: Mapping[str, Any], role: str, where: str) -> pt.Part | None:
+    inner = _inner(part, "input_audio", ("data", "format"))
+    if inner is None or not isinstance(inner.get("data"), str):
+        return None
+    extra = _extra(part, "input_audio", inner, ("data", "format"))
+    return pt.AudioPart(data=inner["data"], format=inner.get("format"), extra=extra)
+
+
+def _file_part(part: Mapping[str, Any], role: str, where: str) -> pt.Part | None:
+    inner = _inner(part, "file", ("file_data", "file_id", "filename"))
+    if inner is None or not (inner.get("file_data") or inner.get("file_id")):
+        return None
+    return _file(part, inner)
+
+
+#: The readers of the content part types we model, by ``type``; ``None``: kept opaque.
+_PART_READERS: Final[dict[str, Callable[[Mapping[str, Any], str, str], pt.Part | None]]] = {
+    "text": _text,
+    "refusal": _refusal,
+    "image_url": _image_url,
+    "input_audio": _input_audio,
+    "file": _file_part,
+}
 
 
 def _file(part: Mapping[str, Any], inner: Mapping[str, Any]) -> pt.DocumentPart:
@@ -201,27 +227,10 @@ def _modelled(raw: Mapping[str, Any], role: str) -> list[str]:
 
 def _parse_message(raw: object, where: str) -> Component:
     """Return the component for one Chat Completions message; ``where`` prefixes errors."""
-    if not isinstance(raw, Mapping):
-        msg = f"{short_repr(raw)} is not a message; expected an object with 'role' and 'content'"
-        raise invalid(where, msg)
-    if "role" not in raw:
-        roles = ", ".join(map(repr, OPENAI_ROLES))
-        msg = f"'role' is missing; every message needs one of {roles}"
-        if "messages" in raw:
-            msg += " (this looks like a request body: pass or save its 'messages' list)"
-        raise invalid(where, msg)
-    role = raw["role"]
-    if role not in OPENAI_ROLES:
-        fix = _ROLE_FIXES.get(role, "use one of these roles") if isinstance(role, str) else ""
-        raise invalid(
-            where, f"role={short_repr(role)} is not one of {OPENAI_ROLES!r}; {fix or 'fix it'}"
-        )
+    role = _role(raw, where)
+    assert isinstance(raw, Mapping)  # _role refuses anything else
     parts, structured, null = _content(raw, role, where)
-    name = raw.get("name")
-    if name is not None and not (isinstance(name, str) and name):
-        raise invalid(
-            where, f"name={short_repr(name)} must be a non-empty string; leave it out if unknown"
-        )
+    name = _message_name(raw, where)
     calls = _tool_calls(raw, role, where)
     extra = with_notes(
         other_keys(raw, *_modelled(raw, role)),
@@ -231,14 +240,7 @@ def _parse_message(raw: object, where: str) -> Component:
         name="present" if role == "tool" and name is not None else None,
     )
     if role == "assistant":
-        for key in REASONING_KEYS:
-            if isinstance(raw.get(key), str):
-                thinking = pt.ThinkingPart(
-                    raw[key], provider="openai", extra=with_notes({}, key=key)
-                )
-                parts.insert(0, thinking)
-        if isinstance(raw.get("refusal"), str):
-            parts.append(pt.RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
+        parts = _with_side_keys(raw, parts)
     try:
         if role == "tool":
             call_id = _required_str(
@@ -257,6 +259,46 @@ def _parse_message(raw: object, where: str) -> Component:
         return Message(role, parts, tool_calls=calls, name=name, extra=extra, structured=structured)
     except InvalidComponentError as exc:  # pragma: no cover - every field is checked above
         raise invalid(where, str(exc)) from exc
+
+
+def _role(raw: object, where: str) -> Any:
+    """The role of message ``raw``, which must be an object with a Chat role."""
+    if not isinstance(raw, Mapping):
+        msg = f"{short_repr(raw)} is not a message; expected an object with 'role' and 'content'"
+        raise invalid(where, msg)
+    if "role" not in raw:
+        roles = ", ".join(map(repr, OPENAI_ROLES))
+        msg = f"'role' is missing; every message needs one of {roles}"
+        if "messages" in raw:
+            msg += " (this looks like a request body: pass or save its 'messages' list)"
+        raise invalid(where, msg)
+    role = raw["role"]
+    if role not in OPENAI_ROLES:
+        fix = _ROLE_FIXES.get(role, "use one of these roles") if isinstance(role, str) else ""
+        raise invalid(
+            where, f"role={short_repr(role)} is not one of {OPENAI_ROLES!r}; {fix or 'fix it'}"
+        )
+    return role
+
+
+def _message_name(raw: Mapping[str, Any], where: str) -> str | None:
+    name = raw.get("name")
+    if name is not None and not (isinstance(name, str) and name):
+        raise invalid(
+            where, f"name={short_repr(name)} must be a non-empty string; leave it out if unknown"
+        )
+    return name
+
+
+def _with_side_keys(raw: Mapping[str, Any], parts: list[pt.Part]) -> list[pt.Part]:
+    """An assistant's parts with its side keys: reasoning first, as thinking, a refusal last."""
+    for key in REASONING_KEYS:
+        if isinstance(raw.get(key), str):
+            thinking = pt.ThinkingPart(raw[key], provider="openai", extra=with_notes({}, key=key))
+            parts.insert(0, thinking)
+    if isinstance(raw.get("refusal"), str):
+        parts.append(pt.RefusalPart(raw["refusal"], extra=with_notes({}, key="refusal")))
+    return parts
 
 
 _TEXT_ROLES: Final = frozenset(("system", "developer", "user", "assistant"))

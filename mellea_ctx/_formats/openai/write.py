@@ -14,7 +14,7 @@ server's own, such as ``reasoning_content``) is carried as it was read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..._core import parts as pt
@@ -107,13 +107,55 @@ def _file(
     return {"type": "file", "file": keys.inner(extra, "file", fields, where, lost), **extra}
 
 
+def _image_url(
+    part: pt.ImagePart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
+) -> dict[str, Any] | None:
+    """An ``image_url`` part, by url or data URI; an image given only by file id is lost."""
+    url = part.url if part.url is not None else part.data_uri
+    if url is None:
+        lost.append(f"{where}: an image given only by file id {part.file_id!r}")
+        return None
+    inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
+    return {"type": "image_url", "image_url": inner, **extra}
+
+
+def _input_audio(
+    part: pt.AudioPart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
+) -> dict[str, Any] | None:
+    """An ``input_audio`` part; audio given only by id is lost."""
+    if part.data is None:
+        lost.append(f"{where}: an audio part given only by id {part.id!r}")
+        return None
+    fields = {"data": part.data, "format": part.format}
+    inner = keys.inner(extra, "input_audio", fields, where, lost)
+    return {"type": "input_audio", "input_audio": inner, **extra}
+
+
+def _opaque(part: pt.OpaquePart, keys: _Keys, where: str, lost: list[str]) -> dict[str, Any] | None:
+    """A Chat block we do not model, as it was read (with extensions); any other is lost."""
+    if part.provider == "openai" and keys.extensions:
+        return pt.thaw_json(part.block)  # type: ignore[no-any-return]
+    lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
+    return None
+
+
+def _document(
+    part: pt.DocumentPart, extra: dict[str, Any], keys: _Keys, where: str, lost: list[str]
+) -> dict[str, Any] | None:
+    """A ``file`` part; a document with neither data nor a file id is lost."""
+    block = _file(part, extra, keys, where, lost)
+    if block is None:
+        lost.append(
+            f"{where}: a document with no data or file id (Chat Completions has no "
+            "text or URL documents)"
+        )
+    return block
+
+
 def part_dict(part: pt.Part, where: str, lost: list[str], keys: _Keys) -> dict[str, Any] | None:
     """Return the content part for ``part``, or ``None`` (noted in ``lost``) when it has none."""
-    if isinstance(part, pt.OpaquePart):
-        if part.provider == "openai" and keys.extensions:
-            return pt.thaw_json(part.block)  # type: ignore[no-any-return]
-        lost.append(f"{where}: an opaque {part.provider} block of type {part.type!r}")
-        return None
+    if isinstance(part, pt.OpaquePart):  # verbatim, or lost: it has no extra of its own
+        return _opaque(part, keys, where, lost)
     extra = keys.carried(part.extra, "part", where, lost)
     match part:
         case pt.TextPart():
@@ -121,27 +163,11 @@ def part_dict(part: pt.Part, where: str, lost: list[str], keys: _Keys) -> dict[s
         case pt.RefusalPart():
             return {"type": "refusal", "refusal": part.text, **extra}
         case pt.ImagePart():
-            url = part.url if part.url is not None else part.data_uri
-            if url is None:
-                lost.append(f"{where}: an image given only by file id {part.file_id!r}")
-                return None
-            inner = keys.inner(extra, "image_url", {"url": url, "detail": part.detail}, where, lost)
-            return {"type": "image_url", "image_url": inner, **extra}
+            return _image_url(part, extra, keys, where, lost)
         case pt.AudioPart():
-            if part.data is None:
-                lost.append(f"{where}: an audio part given only by id {part.id!r}")
-                return None
-            fields = {"data": part.data, "format": part.format}
-            inner = keys.inner(extra, "input_audio", fields, where, lost)
-            return {"type": "input_audio", "input_audio": inner, **extra}
+            return _input_audio(part, extra, keys, where, lost)
         case pt.DocumentPart():
-            block = _file(part, extra, keys, where, lost)
-            if block is None:
-                lost.append(
-                    f"{where}: a document with no data or file id (Chat Completions has no "
-                    "text or URL documents)"
-                )
-            return block
+            return _document(part, extra, keys, where, lost)
         case pt.ThinkingPart() | pt.RedactedThinkingPart():
             kind = "redacted thinking" if isinstance(part, pt.RedactedThinkingPart) else "thinking"
             lost.append(f"{where}: a {kind} part from {part.provider!r}")
@@ -194,56 +220,15 @@ def _side_keys(
 
 def _message_dict(component: Component, index: int, lost: list[str], keys: _Keys) -> dict[str, Any]:
     writable(component, index)
+    _check_tool_role(component, index)
     role = component.role
     call_id = component.tool_call_id
-    if (role == "tool") != (call_id is not None):
-        msg = (
-            f"component {index}: role={role!r} with tool_call_id={call_id!r}; a tool result "
-            "needs both role 'tool' and the id of its call, other components neither"
-        )
-        raise InvalidComponentError(msg)
     where = f"component {index}"
     parts, side = _side_keys(component.parts, component.structured, where, lost, keys)
     extra = keys.carried(component.extra, "message" if call_id is None else "result", where, lost)
     message: dict[str, Any] = {"role": role}
-    plain = not component.structured and (
-        not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].extra)
-    )
-    if not plain:
-        written = [(part, part_dict(part, where, lost, keys)) for part in parts]
-        pairs = [(part, block) for part, block in written if block is not None]
-        takes = _PART_TYPES.get(role)
-        if takes is not None:  # e.g. an image in a tool result: Chat takes only text there
-            # A block read from a Chat file is that file's own: it goes back as it came.
-            allowed = [
-                (part, block)
-                for part, block in pairs
-                if block.get("type") in takes
-                or (
-                    isinstance(part, pt.OpaquePart)
-                    and part.provider == "openai"
-                    and keys.extensions
-                )
-            ]
-            for part, block in pairs:
-                if (part, block) not in allowed:
-                    lost.append(
-                        f"{where}: a {block.get('type')!r} part (a {role} message takes none)"
-                    )
-            pairs = allowed
-        message["content"] = [block for _, block in pairs]
-    elif parts:
-        message["content"] = parts[0].text
-    elif note(component.extra, "content") != "absent":
-        may_be_null = role == "assistant" and (
-            component.tool_calls or side or {"audio", "function_call"} & set(extra)
-        )
-        message["content"] = None if may_be_null else ""
-    if component.name is not None:
-        if call_id is None or (note(component.extra, "name") and keys.extensions):
-            message["name"] = component.name
-        elif note(component.extra, "name"):
-            lost.append(f"{where}: the name of the result (a Chat tool message takes none)")
+    message.update(_content(component, parts, bool(side), extra, where, lost, keys))
+    message.update(_name(component, where, lost, keys))
     if component.tool_calls:
         message["tool_calls"] = [_call(call, where, lost, keys) for call in component.tool_calls]
     if call_id is not None:
@@ -253,6 +238,96 @@ def _message_dict(component: Component, index: int, lost: list[str], keys: _Keys
     message.update(side)
     message.update(extra)
     return message
+
+
+def _check_tool_role(component: Component, index: int) -> None:
+    """A tool result has role ``tool`` and the id of its call; other components neither."""
+    role = component.role
+    call_id = component.tool_call_id
+    if (role == "tool") != (call_id is not None):
+        msg = (
+            f"component {index}: role={role!r} with tool_call_id={call_id!r}; a tool result "
+            "needs both role 'tool' and the id of its call, other components neither"
+        )
+        raise InvalidComponentError(msg)
+
+
+def _is_plain(component: Component, parts: Sequence[pt.Part]) -> bool:
+    """Whether the content is written as a string: a plain message of at most one bare text."""
+    if component.structured:
+        return False
+    return not parts or (len(parts) == 1 and type(parts[0]) is pt.TextPart and not parts[0].extra)
+
+
+def _content(
+    component: Component,
+    parts: Sequence[pt.Part],
+    side: bool,
+    extra: Mapping[str, Any],
+    where: str,
+    lost: list[str],
+    keys: _Keys,
+) -> dict[str, Any]:
+    """The message's ``content`` (``{}``: none, as it was read): its parts, its one text,
+    or for no text ``""``, or ``None`` where an assistant's calls or side keys allow it."""
+    if not _is_plain(component, parts):
+        return {"content": _content_parts(component.role, parts, where, lost, keys)}
+    if parts:
+        (text,) = parts
+        assert type(text) is pt.TextPart  # what _is_plain allows
+        return {"content": text.text}
+    if note(component.extra, "content") == "absent":
+        return {}
+    may_be_null = component.role == "assistant" and (
+        component.tool_calls or side or {"audio", "function_call"} & set(extra)
+    )
+    return {"content": None if may_be_null else ""}
+
+
+def _content_parts(
+    role: str, parts: Sequence[pt.Part], where: str, lost: list[str], keys: _Keys
+) -> list[dict[str, Any]]:
+    """The content parts of ``parts`` that a ``role`` message takes (the others reported)."""
+    written = [(part, part_dict(part, where, lost, keys)) for part in parts]
+    pairs = [(part, block) for part, block in written if block is not None]
+    takes = _PART_TYPES.get(role)
+    if takes is not None:  # e.g. an image in a tool result: Chat takes only text there
+        pairs = _taken(pairs, takes, role, where, lost, keys)
+    return [block for _, block in pairs]
+
+
+def _taken(
+    pairs: list[tuple[pt.Part, dict[str, Any]]],
+    takes: frozenset[str],
+    role: str,
+    where: str,
+    lost: list[str],
+    keys: _Keys,
+) -> list[tuple[pt.Part, dict[str, Any]]]:
+    """The ``(part, block)`` pairs whose type ``takes`` has; the others reported."""
+    # A block read from a Chat file is that file's own: it goes back as it came.
+    allowed = [
+        (part, block)
+        for part, block in pairs
+        if block.get("type") in takes
+        or (isinstance(part, pt.OpaquePart) and part.provider == "openai" and keys.extensions)
+    ]
+    for part, block in pairs:
+        if (part, block) not in allowed:
+            lost.append(f"{where}: a {block.get('type')!r} part (a {role} message takes none)")
+    return allowed
+
+
+def _name(component: Component, where: str, lost: list[str], keys: _Keys) -> dict[str, Any]:
+    """The message's ``name``; a result's only when read from a server that sends one."""
+    if component.name is None:
+        return {}
+    read_with_name = note(component.extra, "name")
+    if component.tool_call_id is None or (read_with_name and keys.extensions):
+        return {"name": component.name}
+    if read_with_name:
+        lost.append(f"{where}: the name of the result (a Chat tool message takes none)")
+    return {}
 
 
 def to_openai(

@@ -347,50 +347,83 @@ def from_responses(items: Iterable[Mapping[str, Any]]) -> list[Component]:
 
 def _read(items: Iterable[Mapping[str, Any]]) -> tuple[list[Component], list[int]]:
     """The components of ``items``, and the index of the first item of each."""
-    out: list[Component] = []
-    starts: list[int] = []
-    step = _Step()
+    reader = _Reader()
     for index, item in enumerate(items):
         where = f"item {index}"
         if not isinstance(item, Mapping):
             raise invalid(where, f"{short_repr(item)} must be an object with a 'type' or a 'role'")
-        kind = _kind(item)
         try:
-            if kind == "message" and item.get("role") == "assistant":
-                if step.closed_to("message"):
-                    step.flush(out, starts)
-                step.begin(index)
-                parts, step.structured = _read_content(item.get("content"), "assistant", where)
-                step.parts += parts
-                step.message = other_keys(item, "content")
-            elif kind == "message":
-                step.flush(out, starts)
-                role = item.get("role")
-                parts, structured = _read_content(item.get("content"), str(role), where)
-                extra = other_keys(item, "role", "content")
-                out.append(Message(role, parts, extra=extra, structured=structured))  # type: ignore[arg-type]
-                starts.append(index)
-            elif kind in CALLS:
-                step.begin(index)
-                step.calls.append(_read_call(item, where))
-            elif kind in OUTPUTS:
-                step.flush(out, starts)
-                out.append(_read_output(item, where))
-                starts.append(index)
-            else:
-                if step.closed_to("item"):
-                    step.flush(out, starts)
-                reasoning = kind == "reasoning" and item.get("id") is not None
-                part = _read_reasoning(item) if reasoning else pt.OpaquePart(ITEM_PROVIDER, item)
-                step.begin(index)
-                step.parts.append(part)
+            reader.item(item, index, where)
         except InvalidComponentError as exc:
             raise invalid(where, str(exc)) from exc
-    step.flush(out, starts)
-    return out, starts
+    reader.step.flush(reader.out, reader.starts)
+    return reader.out, reader.starts
+
+
+class _Reader:
+    """One pass of :func:`from_responses`: the components read, the first item of each,
+    and the model step being read."""
+
+    def __init__(self) -> None:
+        self.out: list[Component] = []
+        self.starts: list[int] = []
+        self.step = _Step()
+
+    def item(self, item: Mapping[str, Any], index: int, where: str) -> None:
+        """Read item ``index``, by its kind."""
+        kind = _kind(item)
+        if kind == "message" and item.get("role") == "assistant":
+            self.assistant(item, index, where)
+        elif kind == "message":
+            self.message(item, index, where)
+        elif kind in CALLS:
+            self.step.begin(index)
+            self.step.calls.append(_read_call(item, where))
+        elif kind in OUTPUTS:
+            self.step.flush(self.out, self.starts)
+            self.add(_read_output(item, where), index)
+        else:
+            self.model_item(item, kind, index)
+
+    def add(self, component: Component, index: int) -> None:
+        self.out.append(component)
+        self.starts.append(index)
+
+    def assistant(self, item: Mapping[str, Any], index: int, where: str) -> None:
+        """An assistant message: the step's one message (a second one starts the next step)."""
+        step = self.step
+        if step.closed_to("message"):
+            step.flush(self.out, self.starts)
+        step.begin(index)
+        parts, step.structured = _read_content(item.get("content"), "assistant", where)
+        step.parts += parts
+        step.message = other_keys(item, "content")
+
+    def message(self, item: Mapping[str, Any], index: int, where: str) -> None:
+        """A user, system or developer message, which ends the step."""
+        self.step.flush(self.out, self.starts)
+        role = item.get("role")
+        parts, structured = _read_content(item.get("content"), str(role), where)
+        extra = other_keys(item, "role", "content")
+        self.add(Message(role, parts, extra=extra, structured=structured), index)  # type: ignore[arg-type]
+
+    def model_item(self, item: Mapping[str, Any], kind: str | None, index: int) -> None:
+        """Another item (reasoning, an opaque one) joins the step, as a part."""
+        step = self.step
+        if step.closed_to("item"):
+            step.flush(self.out, self.starts)
+        reasoning = kind == "reasoning" and item.get("id") is not None
+        part = _read_reasoning(item) if reasoning else pt.OpaquePart(ITEM_PROVIDER, item)
+        step.begin(index)
+        step.parts.append(part)
 
 
 # -- writing -----------------------------------------------------------------------------------
+
+
+def _given(fields: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``(key, value)`` pairs whose value is given (not ``None``), in order."""
+    return {key: value for key, value in fields if value is not None}
 
 
 class _Writer:
@@ -416,9 +449,7 @@ class _Writer:
     def part(self, part: pt.Part, role: str) -> dict[str, Any] | None:
         match part:
             case pt.TextPart():
-                given = provider_keys(part.extra).get("type")
-                kind = given if given in ("input_text", "output_text") else _default_text_type(role)
-                return {"type": kind, "text": part.text, **self.keys(part.extra, kind, PART_FIELDS)}
+                return self.text(part, role)
             case pt.RefusalPart():
                 return {
                     "type": "refusal",
@@ -426,30 +457,9 @@ class _Writer:
                     **self.keys(part.extra, "refusal", PART_FIELDS),
                 }
             case pt.ImagePart():
-                block: dict[str, Any] = {"type": "input_image"}
-                url = part.url if part.url is not None else part.data_uri
-                fields = (("image_url", url), ("file_id", part.file_id), ("detail", part.detail))
-                for key, value in fields:
-                    if value is not None:
-                        block[key] = value
-                return {**block, **self.keys(part.extra, "input_image", PART_FIELDS)}
+                return self.image(part)
             case pt.DocumentPart():
-                if part.text is not None and part.data is part.file_id is part.url is None:
-                    return {"type": _default_text_type(role), "text": part.text}
-                if part.data is part.file_id is part.url is None:
-                    self.lost.append(f"{self.where}: a document with no data, text, url or id")
-                    return None
-                block = {"type": "input_file"}
-                sources = (
-                    ("file_data", _file_data(part)),
-                    ("file_id", part.file_id),
-                    ("file_url", part.url),
-                    ("filename", part.name),
-                )
-                for key, value in sources:
-                    if value is not None:
-                        block[key] = value
-                return {**block, **self.keys(part.extra, "input_file", PART_FIELDS)}
+                return self.document(part, role)
             case pt.OpaquePart() if part.provider == PROVIDER and part.type in PART_FIELDS:
                 # verbatim; Chat's parts are "openai" too, and only the types the Responses
                 # API defines for content can go back (Chat's input_audio cannot)
@@ -467,6 +477,34 @@ class _Writer:
                 return None
             case _:
                 pt.assert_never(part)
+
+    def text(self, part: pt.TextPart, role: str) -> dict[str, Any]:
+        """An ``input_text`` or ``output_text`` part: the type it was read as, else the role's."""
+        given = provider_keys(part.extra).get("type")
+        kind = given if given in ("input_text", "output_text") else _default_text_type(role)
+        return {"type": kind, "text": part.text, **self.keys(part.extra, kind, PART_FIELDS)}
+
+    def image(self, part: pt.ImagePart) -> dict[str, Any]:
+        url = part.url if part.url is not None else part.data_uri
+        fields = (("image_url", url), ("file_id", part.file_id), ("detail", part.detail))
+        block = {"type": "input_image", **_given(fields)}
+        return {**block, **self.keys(part.extra, "input_image", PART_FIELDS)}
+
+    def document(self, part: pt.DocumentPart, role: str) -> dict[str, Any] | None:
+        """An ``input_file`` part; a document given only as text is a text part."""
+        if part.text is not None and part.data is part.file_id is part.url is None:
+            return {"type": _default_text_type(role), "text": part.text}
+        if part.data is part.file_id is part.url is None:
+            self.lost.append(f"{self.where}: a document with no data, text, url or id")
+            return None
+        sources = (
+            ("file_data", _file_data(part)),
+            ("file_id", part.file_id),
+            ("file_url", part.url),
+            ("filename", part.name),
+        )
+        block = {"type": "input_file", **_given(sources)}
+        return {**block, **self.keys(part.extra, "input_file", PART_FIELDS)}
 
     def content(self, parts: Sequence[pt.Part], role: str, structured: bool) -> str | list[Any]:
         if (

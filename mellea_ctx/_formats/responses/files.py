@@ -38,10 +38,15 @@ def detect(data: object) -> bool:
             and "messages" not in data
             and not isinstance(data.get("contents"), list)
         )
-    if isinstance(data, list) and data:
-        typed = [item for item in data if isinstance(item, Mapping) and "type" in item]
-        return any(isinstance(item["type"], str) and item["type"] in _ITEM_TYPES for item in typed)
-    return False
+    return isinstance(data, list) and any(map(_responses_only, data))
+
+
+def _responses_only(item: object) -> bool:
+    """Whether ``item`` has a type only the Responses API has."""
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    return isinstance(kind, str) and kind in _ITEM_TYPES
 
 
 def _input(data: object, source: str) -> list[Any]:

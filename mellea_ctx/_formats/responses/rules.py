@@ -7,7 +7,7 @@ so it judges any item list, whoever wrote it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..._core.components import Component
@@ -123,6 +123,12 @@ def _keys(block: Mapping[str, Any], kind: str, where: str, *, tool: bool = False
         for key in block
         if key not in fields
     ]
+    return problems + _mistyped(block, kind, where, tool=tool)
+
+
+def _mistyped(block: Mapping[str, Any], kind: str, where: str, *, tool: bool) -> list[str]:
+    """The optional fields of a ``kind`` item or part whose value the SDK does not allow."""
+    problems = []
     for key, allowed in _OPTIONAL.get(kind, {}).items():
         if key in block and not _fits(block[key], (*allowed, None) if tool else allowed):
             shown = [a if isinstance(a, str) or a is None else a.__name__ for a in allowed]
@@ -157,25 +163,27 @@ def _content(content: object, role: str, where: str) -> list[str]:
         return []
     if not isinstance(content, list):
         return [f"{where}: content={short_repr(content)} must be a string or a list of parts"]
-    allowed = _ASSISTANT_PARTS if role == "assistant" else _INPUT_PARTS
     problems = []
     for index, part in enumerate(content):
-        at = f"{where} content[{index}]"
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if not isinstance(kind, str) or kind not in allowed:
-            problems.append(
-                f"{at}: part type {short_repr(kind)} is not allowed for role {role!r}; "
-                f"use one of {sorted(allowed)!r}"
-            )
-            continue
-        field = allowed[kind]
-        if field is not None and type(part.get(field)) is not str:
-            problems.append(f"{at}: a {kind} part needs {field!r} as a string")
-        elif problem := {"input_image": _image, "input_file": _file}.get(kind, _none)(part):
-            problems.append(f"{at}: {problem}")
-        else:
-            problems += _keys(part, kind, at, tool=role == "tool")
+        problems += _part(part, role, f"{where} content[{index}]")
     return problems
+
+
+def _part(part: object, role: str, at: str) -> list[str]:
+    """The problems of one content part of a message with ``role``."""
+    allowed = _ASSISTANT_PARTS if role == "assistant" else _INPUT_PARTS
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    if not isinstance(part, Mapping) or not isinstance(kind, str) or kind not in allowed:
+        return [
+            f"{at}: part type {short_repr(kind)} is not allowed for role {role!r}; "
+            f"use one of {sorted(allowed)!r}"
+        ]
+    field = allowed[kind]
+    if field is not None and type(part.get(field)) is not str:
+        return [f"{at}: a {kind} part needs {field!r} as a string"]
+    if problem := {"input_image": _image, "input_file": _file}.get(kind, _none)(part):
+        return [f"{at}: {problem}"]
+    return _keys(part, kind, at, tool=role == "tool")
 
 
 def _reasoning(item: Mapping[str, Any], where: str) -> list[str]:
@@ -226,30 +234,51 @@ def _shape(item: object, kind: str | None, where: str) -> list[str]:
 def _shape_of(item: Mapping[str, Any], kind: str, where: str) -> list[str]:
     """The problems of one item that is not a message, beside its keys."""
     if kind in CALLS:
-        payload = "arguments" if kind == "function_call" else "input"
-        return [
-            f"{where}: a {kind} needs {field!r} as a {_WANTS[field == payload]}"
-            for field in ("call_id", "name", payload)
-            if not (type(item.get(field)) is str and (field == payload or item.get(field)))
-        ]
+        return _call_shape(item, kind, where)
     if kind in OUTPUTS:
-        problems = []
-        if not _nonempty(item.get("call_id")):
-            problems.append(f"{where}: a {kind} needs 'call_id' as a non-empty string")
-        output = item.get("output")
-        if type(output) is not str:
-            # a function_call_output's parts (ResponseInputImageContentParam...) make their
-            # optional fields nullable; a custom output's (ResponseInputImageParam...) do not
-            role = "tool" if kind == "function_call_output" else "user"
-            problems += _content(output, role, f"{where} output")
-        return problems
-    if kind == "reasoning":
-        return _reasoning(item, where)
-    if kind == "compaction" and not _nonempty(item.get("encrypted_content")):
-        return [f"{where}: a compaction item needs its 'encrypted_content', verbatim"]
+        return _output_shape(item, kind, where)
+    if kind in _ITEM_CHECKS:
+        return _ITEM_CHECKS[kind](item, where)
     if kind in _MODEL_ITEMS or kind in _OTHER_ITEMS:
         return []
     return [f"{where}: item type {kind!r} is not one the Responses API documents"]
+
+
+def _call_shape(item: Mapping[str, Any], kind: str, where: str) -> list[str]:
+    """A call's ``call_id`` and ``name`` (non-empty) and its payload (a string)."""
+    payload = "arguments" if kind == "function_call" else "input"
+    return [
+        f"{where}: a {kind} needs {field!r} as a {_WANTS[field == payload]}"
+        for field in ("call_id", "name", payload)
+        if not (type(item.get(field)) is str and (field == payload or item.get(field)))
+    ]
+
+
+def _output_shape(item: Mapping[str, Any], kind: str, where: str) -> list[str]:
+    """A call output's ``call_id`` and its output (a string or a list of parts)."""
+    problems = []
+    if not _nonempty(item.get("call_id")):
+        problems.append(f"{where}: a {kind} needs 'call_id' as a non-empty string")
+    output = item.get("output")
+    if type(output) is not str:
+        # a function_call_output's parts (ResponseInputImageContentParam...) make their
+        # optional fields nullable; a custom output's (ResponseInputImageParam...) do not
+        role = "tool" if kind == "function_call_output" else "user"
+        problems += _content(output, role, f"{where} output")
+    return problems
+
+
+def _compaction(item: Mapping[str, Any], where: str) -> list[str]:
+    if not _nonempty(item.get("encrypted_content")):
+        return [f"{where}: a compaction item needs its 'encrypted_content', verbatim"]
+    return []
+
+
+#: The checks of the other item types with required fields.
+_ITEM_CHECKS: Final[dict[str, Callable[[Mapping[str, Any], str], list[str]]]] = {
+    "reasoning": _reasoning,
+    "compaction": _compaction,
+}
 
 
 def _is_step(kind: str | None, item: object) -> bool:
@@ -314,42 +343,94 @@ def item_problems(items: Iterable[Mapping[str, Any]]) -> list[tuple[int, str]]:
     kinds = [_item_kind(item) for item in listed]
     problems: list[str] = []
     owners: list[int] = []  # the item each line of ``problems`` is about
-    calls: dict[str, tuple[int, str]] = {}  # call_id -> (item index, kind)
-    answered: set[str] = set()
+    pairs = _Pairs()
     for index, (item, kind) in enumerate(zip(listed, kinds, strict=True)):
         owners += [index - 1] * (len(problems) - len(owners))  # the previous item's lines
         where = f"item {index}"
         problems += _shape(item, kind, where)
         if not isinstance(item, Mapping):
             continue
-        call_id = item.get("call_id")
-        if kind in CALLS and type(call_id) is str:
-            if call_id in calls:
-                problems.append(
-                    f"{where}: call_id={call_id!r} was already used by item {calls[call_id][0]}"
-                )
-            calls.setdefault(call_id, (index, kind))
-        elif kind in OUTPUTS and type(call_id) is str:
-            call = calls.get(call_id)
-            if call is None or call[1] != OUTPUTS[kind]:
-                problems.append(
-                    f"{where}: {kind} call_id={call_id!r} answers no earlier {OUTPUTS[kind]}"
-                )
-            elif call_id in answered:
-                problems.append(
-                    f"{where}: {kind} call_id={call_id!r} answers a call already answered"
-                )
-            answered.add(call_id)
+        problems += pairs.see(index, item, kind, where)
         if kind == "reasoning":
-            following = kinds[index + 1] if index + 1 < len(kinds) else None
-            follower = listed[index + 1] if index + 1 < len(listed) else None
-            if not _is_step(following, follower):
-                problems.append(
-                    f"{where}: reasoning item {short_repr(item.get('id'))} is not followed by the "
-                    "output it preceded (an assistant message or a call); keep them together"
-                )
+            problems += _reasoning_kept(listed, kinds, index, where)
     owners += [len(listed) - 1] * (len(problems) - len(owners))
-    last_input = max(
+    for index, line in pairs.waiting(_last_input(listed, kinds)):
+        problems.append(line)
+        owners.append(index)
+    order = sorted(range(len(problems)), key=owners.__getitem__)  # stable: found order kept
+    return [(owners[at], problems[at]) for at in order]
+
+
+class _Pairs:
+    """The calls seen so far, by ``call_id``, and which of them an output answered."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[int, str]] = {}  # call_id -> (item index, kind)
+        self.answered: set[str] = set()
+
+    def see(self, index: int, item: Mapping[str, Any], kind: str | None, where: str) -> list[str]:
+        """Note item ``index``, a call or an output; the problems of its ``call_id``."""
+        call_id = item.get("call_id")
+        if type(call_id) is not str or kind is None:
+            return []
+        if kind in CALLS:
+            return self.call(index, call_id, kind, where)
+        if kind in OUTPUTS:
+            return self.output(call_id, kind, where)
+        return []
+
+    def call(self, index: int, call_id: str, kind: str, where: str) -> list[str]:
+        """A call's id must be unique."""
+        problems = []
+        if call_id in self.calls:
+            used = self.calls[call_id][0]
+            problems.append(f"{where}: call_id={call_id!r} was already used by item {used}")
+        self.calls.setdefault(call_id, (index, kind))
+        return problems
+
+    def output(self, call_id: str, kind: str, where: str) -> list[str]:
+        """An output answers an earlier call of its kind, once."""
+        call = self.calls.get(call_id)
+        problems = []
+        if call is None or call[1] != OUTPUTS[kind]:
+            problems.append(
+                f"{where}: {kind} call_id={call_id!r} answers no earlier {OUTPUTS[kind]}"
+            )
+        elif call_id in self.answered:
+            problems.append(f"{where}: {kind} call_id={call_id!r} answers a call already answered")
+        self.answered.add(call_id)
+        return problems
+
+    def waiting(self, last_input: int) -> list[tuple[int, str]]:
+        """The unanswered calls before the last input item: only the last step's may wait."""
+        return [
+            (
+                index,
+                f"item {index}: {kind} call_id={call_id!r} has no {CALLS[kind]}; only a call "
+                "in the last model step may wait for its output",
+            )
+            for call_id, (index, kind) in self.calls.items()
+            if call_id not in self.answered and index < last_input
+        ]
+
+
+def _reasoning_kept(
+    listed: Sequence[Any], kinds: Sequence[str | None], index: int, where: str
+) -> list[str]:
+    """A reasoning item must be followed by the output it preceded."""
+    following = kinds[index + 1] if index + 1 < len(kinds) else None
+    follower = listed[index + 1] if index + 1 < len(listed) else None
+    if _is_step(following, follower):
+        return []
+    return [
+        f"{where}: reasoning item {short_repr(listed[index].get('id'))} is not followed by the "
+        "output it preceded (an assistant message or a call); keep them together"
+    ]
+
+
+def _last_input(listed: Sequence[Any], kinds: Sequence[str | None]) -> int:
+    """The index of the last item that is neither part of a model step nor an output."""
+    return max(
         (
             i
             for i, (k, item) in enumerate(zip(kinds, listed, strict=True))
@@ -357,12 +438,3 @@ def item_problems(items: Iterable[Mapping[str, Any]]) -> list[tuple[int, str]]:
         ),
         default=-1,
     )
-    for call_id, (index, kind) in calls.items():
-        if call_id not in answered and index < last_input:
-            problems.append(
-                f"item {index}: {kind} call_id={call_id!r} has no {CALLS[kind]}; only a call "
-                "in the last model step may wait for its output"
-            )
-            owners.append(index)
-    order = sorted(range(len(problems)), key=owners.__getitem__)  # stable: found order kept
-    return [(owners[at], problems[at]) for at in order]
