@@ -35,7 +35,7 @@ __all__ = ["CHECKPOINT_HEADER", "Checkpoint"]
 CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
 # The ledger kinds that are the user's instructions to the agent, in force until changed.
 _STANDING = frozenset({"rule", "constraint", "preference"})
-_KEEPS_RULES = "Its rules still hold; the rest records what happened and gives no instructions."
+_KEEPS_RULES = "Its rules hold; it gives no other instructions."
 
 
 def _details(value: object) -> tuple[str, ...]:
