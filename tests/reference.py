@@ -25,7 +25,7 @@ Terms:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -274,6 +274,7 @@ def budget_cut(
     target: int,
     reserve: int,
     boundary: str,
+    room: Callable[[Sequence[Component], int], int] | None = None,
 ) -> tuple[int, int]:
     """Return ``(p, k)``: the span a due ``TokenBudgetCompactor`` replaces.
 
@@ -281,6 +282,10 @@ def budget_cut(
     turn that holds the cut; then, while the estimate (prefix, ``reserve``
     for the summary, what is kept) is above ``target``, fold the next turn
     into the summary, down to the current turn, which is never split.
+    With ``room`` (the compactor sizes its checkpoint: ``room(span, cap)`` is
+    what the span's ledger needs within ``cap``), the reserve becomes that
+    room, at least ``reserve`` and at most what the target leaves beside the
+    current turn, and the fold runs again for it, twice at most.
     """
     p = prefix_end(items, pin)
     starts = turn_starts(items, p, boundary)
@@ -290,12 +295,25 @@ def budget_cut(
     while cut > p and kept < keep:
         cut -= 1
         kept += _count(counter, items[cut])
-    k = max((s for s in starts if s <= cut), default=p)
+    kept_from = max((s for s in starts if s <= cut), default=p)
     prefix = total(items[:p], counter)
-    for start in [k, *(s for s in starts if s > k)]:
-        k = start
-        if prefix + reserve + total(items[k:], counter) <= target:
-            break
+
+    def fold(size: int) -> int:
+        for start in [kept_from, *(s for s in starts if s > kept_from)]:
+            if prefix + size + total(items[start:], counter) <= target:
+                return start
+        return starts[-1] if starts[-1] > kept_from else kept_from
+
+    k = fold(reserve)
+    if room is not None and k > p:
+        most = max(target - prefix - total(items[starts[-1] :], counter), 1)
+        for _ in range(2):
+            widened = fold(max(reserve, min(room(items[p:k], most), most)))
+            if widened == k:
+                break
+            k = widened
+    if k <= p:
+        return p, p
     if k - p == 1 and isinstance(items[p], Checkpoint):
         return p, p
     return p, k

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from mellea_ctx import (
     ModelOutputThunk,
     ScriptedBackend,
     SQLiteStore,
+    TokenBudgetCompactor,
     ToolCall,
     ToolMessage,
     component_from_record,
@@ -820,3 +822,109 @@ class TestChoosing:
         # Room for the goal and one file: the file four commands named, not the newest one.
         shown, _ = choose_entries(ledger, 28, lambda text: len(text.split()) + 1)
         assert [key for key in shown if key.startswith("file:")] == ["file:/repo/src/parse.py"]
+
+
+_FILLER = ("The design doc is still in draft.", "Acknowledged. Continuing with the plan.")
+_RULES = [
+    "Never disclose the vault code {code} to any user.",
+    "Never push to the remote until Dana reviews the work.",
+    "Do not run migrations on Fridays.",
+    "Always report times in UTC.",
+    "Never exceed $400 without explicit approval.",
+    "Only use Python 3.11 in the sandbox.",
+]
+
+
+def _session(rules: list[str], filler_turns: int) -> ChatContext:
+    ctx = ChatContext().add(Message("system", "You are a coding assistant."))
+    for rule in rules:
+        ctx = ctx.add(Message("user", rule)).add(Message("assistant", "Noted."))
+    for _ in range(filler_turns):
+        ctx = ctx.add(Message("user", _FILLER[0])).add(Message("assistant", _FILLER[1]))
+    return ctx
+
+
+class TestSizedByTheLedger:
+    """TokenBudgetCompactor sizes its checkpoint by what the span's ledger must keep (issue 21)."""
+
+    @settings(max_examples=25, deadline=None)
+    @given(count=st.integers(1, len(_RULES)), filler=st.integers(6, 30), slack=st.integers(0, 60))
+    def test_every_rule_shows_when_the_target_holds_them(self, count, filler, slack) -> None:
+        """With room for the rules and the current turn, old filler turns give way, not rules.
+
+        Before, the checkpoint had an eighth of the target whatever it held, and
+        the rules fell out while verbatim filler turns stayed.
+        """
+        rules = _RULES[:count]
+        ctx = _session(rules, filler)
+        header = ctx.counter.count(Checkpoint(".", replaced_count=len(ctx) - 1))
+        rules_tokens = sum(ctx.counter.count_text(f"- {rule}") + 1 for rule in rules)
+        turn = ctx.counter.count(Message("user", _FILLER[0]))
+        turn += ctx.counter.count(Message("assistant", _FILLER[1]))
+        system = ctx.counter.count(ctx[0])
+        target = system + header + rules_tokens + turn + 40 + slack  # headings, least summary
+        assert target < ctx.token_count
+        compactor = TokenBudgetCompactor(
+            max_tokens=target, target_tokens=target, default_backend=ExtractiveBackend()
+        )
+        out = compactor.compact(ctx)
+        shown = "\n".join(c.content or "" for c in out.as_list())
+        for rule in rules:
+            assert rule in shown
+        assert out.token_count <= target
+
+    def test_a_given_summary_size_is_kept(self) -> None:
+        """``summary_tokens`` fixes the checkpoint's size: it is what is asked, ledger or not."""
+        ctx = _session(_RULES, 30)
+        asked: list[object] = []
+
+        def answer(messages: object, options: dict[str, object]) -> str:
+            asked.append(options["max_tokens"])
+            return "Summary."
+
+        compactor = TokenBudgetCompactor(
+            max_tokens=300,
+            target_tokens=300,
+            summary_tokens=20,
+            default_backend=ScriptedBackend(answer),
+        )
+        compactor.compact(ctx)
+        assert asked and all(size <= 20 for size in asked)  # type: ignore[operator]
+
+
+class TestUpdatedAfterTheCheckpoint:
+    """A value the kept messages update is not shown as current in the checkpoint (issue 21)."""
+
+    @pytest.mark.parametrize("keep_n", [2, 4])
+    def test_the_old_value_is_not_shown_when_a_kept_message_updates_it(self, keep_n) -> None:
+        """compaction-conformance-kit's semantic suites: the old vault code stayed "current".
+
+        The rule was in the span and its rotation in the messages kept
+        verbatim, so the checkpoint showed the retired code as a latest value.
+        """
+        records: list[CompactionRecord] = []
+        ctx = ChatContext().add(Message("system", "You are a coding assistant."))
+        ctx = ctx.add(Message("user", "Never disclose the vault code adwgk-18 to any user."))
+        ctx = ctx.add(Message("assistant", "Noted."))
+        for _ in range(8):
+            ctx = ctx.add(Message("user", _FILLER[0])).add(Message("assistant", _FILLER[1]))
+        update = "The vault code rotated. Never disclose the new vault code bolib-77."
+        ctx = ctx.add(Message("user", update))
+        ctx = ctx.add(Message("assistant", "Noted."))
+        if keep_n == 4:
+            ctx = ctx.add(Message("user", _FILLER[0])).add(Message("assistant", _FILLER[1]))
+        compactor = LLMSummarizeCompactor(
+            default_backend=ExtractiveBackend(), keep_n=keep_n, on_record=records.append
+        )
+        out = compactor.compact(ctx)
+        checkpoint = next(c for c in out.as_list() if isinstance(c, Checkpoint))
+        assert "adwgk-18" not in checkpoint.content
+        assert update in "\n".join(c.content or "" for c in out.as_list()[-keep_n:])
+        old = [e for e in checkpoint.ledger.entries if "adwgk-18" in e.value]
+        assert old  # kept as data, for the compaction that summarizes the update
+        assert {e.key for e in old} <= {e.key for e in records[-1].ledger_omitted}
+        # The next compaction summarizes the update: it supersedes the entry as usual.
+        again = LLMSummarizeCompactor(default_backend=ExtractiveBackend(), keep_n=0)
+        merged = next(c for c in again.compact(out).as_list() if isinstance(c, Checkpoint))
+        (rule,) = [e for e in merged.ledger.entries if "vault code" in e.value]
+        assert "bolib-77" in rule.value and any("adwgk-18" in v for v in rule.superseded)

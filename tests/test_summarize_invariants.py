@@ -48,6 +48,7 @@ from mellea_ctx import (
 )
 from mellea_ctx._compaction import engine as _engine
 from mellea_ctx._compaction.prompts import SUMMARIZER_INSTRUCTIONS
+from mellea_ctx._core.ledger import derive_ledger
 
 from . import reference as ref
 from .strategies import (
@@ -154,6 +155,12 @@ class Step:
         return self.items[self.expected.p : self.expected.k]
 
 
+def _room(counter: Any) -> Callable[[Any, int], int]:
+    """What a span's ledger needs in its checkpoint, as the engine sizes it."""
+    ctx = ChatContext(counter=counter)
+    return lambda span, cap: _engine.checkpoint_room(ctx, span, cap)
+
+
 def expect(s: Summarizer, items: tuple[Component, ...], counter: Any, **how: Any) -> Expected:
     """Return what compacting ``items`` should do (``force``, or a ``threshold`` gate)."""
     compactor = s.compactor
@@ -173,6 +180,7 @@ def expect(s: Summarizer, items: tuple[Component, ...], counter: Any, **how: Any
             target=compactor.target_tokens,
             reserve=compactor.summary_tokens,
             boundary=compactor.boundary,
+            room=_room(counter) if compactor._sizes_checkpoint else None,
         )
     if not (due and k > p):
         return Expected(due, p, k, 0, None)
@@ -733,8 +741,13 @@ class TestPrompt:
                 patterns = _header_patterns(step.span)
 
                 if step.budget:  # it asks for no more than it reserved (issue 21: the
-                    # checkpoint's header and ledger come out of that reserve too)
-                    assert 0 < call.options["max_tokens"] <= step.compactor.summary_tokens
+                    # checkpoint's header and ledger come out of that reserve too), or, to
+                    # show what the span's ledger must keep, for more within the target
+                    asked = call.options["max_tokens"]
+                    reserved = step.compactor.summary_tokens
+                    assert 0 < asked <= max(reserved, step.compactor.target_tokens)
+                    if asked > reserved:
+                        assert derive_ledger(step.span)
                 assert (system.role, system.content) == ("system", SUMMARIZER_INSTRUCTIONS)
                 assert "user" == user.role
                 assert not re.search(r"</?conversation>", conversation, re.I)

@@ -41,7 +41,7 @@ from .._core.exceptions import (
     SummaryToolCallError,
 )
 from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
-from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries
+from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries, updated_later
 from .._core.protocols import Backend
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
@@ -50,7 +50,7 @@ from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import fill_template
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
-from .render_budget import choose_entries
+from .render_budget import choose_entries, state_tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -180,16 +180,19 @@ class Engine:
         *,
         target: int | None = None,
         instructions: str | None = None,
+        size: int | None = None,
     ) -> ChatContext | Failed:
         """Summarize ``items[p:k]`` into one checkpoint; return the new context or ``ctx``.
 
-        The whole step is bounded by the timeout (see :func:`bounded`): past it
+        ``size``, when given, is the checkpoint's size in tokens for this
+        compaction (the ``max_tokens`` of the model options otherwise). The
+        whole step is bounded by the timeout (see :func:`bounded`): past it
         the result is never applied, whenever it arrives, and a ``timed_out``
         record is reported.
         """
         with compaction_span(self.owner):  # a span when OpenTelemetry is configured
             return await self._bounded_replace(
-                ctx, p, k, backend, target=target, instructions=instructions
+                ctx, p, k, backend, target=target, instructions=instructions, size=size
             )
 
     async def _bounded_replace(
@@ -201,6 +204,7 @@ class Engine:
         *,
         target: int | None = None,
         instructions: str | None = None,
+        size: int | None = None,
     ) -> ChatContext | Failed:
         started = time.perf_counter()
         chosen = self.backend_for(backend)
@@ -211,7 +215,9 @@ class Engine:
         token = _deferred.set(pending)  # seen by the step's own task
         try:
             outcome = await bounded(
-                lambda: self._replace(ctx, p, k, chosen, target, instructions, started, attempts),
+                lambda: self._replace(
+                    ctx, p, k, chosen, target, instructions, started, attempts, size
+                ),
                 self.settings.timeout,
                 f"{self.owner}: the summary",
             )
@@ -244,13 +250,24 @@ class Engine:
         instructions: str | None,
         started: float,
         attempts: list[int],
+        size: int | None = None,
     ) -> ChatContext | Failed:
         span = ctx[p:k]
         preserve = self.settings.preserve_facts
         facts: list[Fact] = extract_facts(span) if preserve else []
         ledger = derive_ledger(span) if preserve else Ledger()
         replaced_count = _replaced_count(span)
-        plan = _plan(ctx, span, ledger, facts, replaced_count, self.settings.model_options)
+        options = self.settings.model_options
+        if size is not None:
+            options = {**options, "max_tokens": size}
+        # What the messages kept after the checkpoint update is not shown as current:
+        # they say the newer value (the ledger keeps both, for a later merge).
+        later = updated_later(ledger, ctx[k:]) if preserve else frozenset()
+        shown = Ledger(e for e in ledger.entries if e.key not in later) if later else ledger
+        plan = _plan(ctx, span, shown, facts, replaced_count, options)
+        if later:
+            hidden = tuple(e for e in ledger.entries if e.key in later)
+            plan = attrs.evolve(plan, omitted=plan.omitted + hidden)
         focus = _focus(instructions)
         try:
             summary = await self._summary(
@@ -586,6 +603,25 @@ def _plan(
     reserve = _details_reserve(_details(facts, ledger, state), left, count)
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+
+
+def checkpoint_room(ctx: ChatContext, span: Sequence[Component], state_cap: int) -> int:
+    """The tokens a checkpoint of ``span`` needs to show what its ledger must keep.
+
+    Its header, every rule, constraint, goal and open error of the span's
+    ledger, its current state within ``state_cap`` and the summary's least
+    room: what a compactor sizing its own checkpoint reserves for it. ``0``
+    when the ledger has nothing to show.
+    """
+
+    def count(text: str) -> int:
+        return _count_text(ctx, text)
+
+    state = state_tokens(derive_ledger(span), count, state_cap)
+    if not state:
+        return 0
+    header = count_memoized(ctx.counter, Checkpoint(".", replaced_count=_replaced_count(span)))
+    return header + state + _MIN_SUMMARY + 4
 
 
 def _asked_size(options: Mapping[str, Any]) -> int | None:

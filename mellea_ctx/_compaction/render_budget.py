@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -350,6 +351,34 @@ def _estimated(
         kinds.add(entry.kind)
         spent += cost
     return chosen
+
+
+def state_tokens(ledger: Ledger, count: Callable[[str], int], state_cap: int) -> int:
+    """The tokens the ledger's block needs: every rule, constraint, goal and open error,
+    and current state while the block is under ``state_cap`` (history left out).
+
+    What a compactor that sizes its own checkpoint reserves for it, so that a
+    size budget never pushes the rules out in favour of old verbatim turns.
+
+    Examples:
+        >>> ledger = Ledger([LedgerEntry("rule", "r", "Never push to main."),
+        ...                  LedgerEntry("command", "c", "ls → ok")])
+        >>> state_tokens(ledger, lambda text: len(text.split()), 100)  # the rule, not the command
+        14
+    """
+    if not ledger:
+        return 0
+    chosen = _estimated(ledger, sys.maxsize, count, 0, state_cap)
+    if not chosen:
+        return 0
+    # As choose_entries estimates it, line by line: with less, it would skip an entry.
+    spent = count(STATE_HEADING) + 1
+    root = file_root(ledger.entries)
+    kinds: set[str] = set()
+    for entry in chosen:
+        spent += _entry_cost(entry, root, kinds, count)
+        kinds.add(entry.kind)
+    return max(spent, count(render_entries(chosen)))
 
 
 def choose_entries(

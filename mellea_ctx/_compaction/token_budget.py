@@ -25,7 +25,7 @@ from .backoff import backed_off, validate_backoff
 from .budget import Window, resolve_budget
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine
+from .engine import Engine, checkpoint_room
 from .records import RecordHook
 from .settings import Settings, validate_settings
 
@@ -76,7 +76,11 @@ class TokenBudgetCompactor(InlineCompactor):
         target_tokens: The size to aim for after compacting.
         summary_tokens: Room reserved for the summary when fitting the target;
             also sent as ``max_tokens`` to the backend unless ``model_options``
-            sets it (default: an eighth of the target, at most 4,096).
+            sets it (default: an eighth of the target, at most 4,096). With
+            neither set, each checkpoint is sized by its span's ledger: room
+            for every rule, constraint, goal and open error, then current
+            state, in what the target leaves beside the current turn, and
+            at least this much; older turns fold into it to make that room.
         boundary: ``"auto"`` (the default: user turns, or model steps when
             the body is a single user turn), ``"user_turn"`` (turns begin at
             user input) or ``"model_step"`` (each assistant message also
@@ -157,6 +161,8 @@ class TokenBudgetCompactor(InlineCompactor):
         self.boundary = boundary
         self.backoff_adds = validate_backoff(owner, backoff_adds)
         options = with_reasoning_effort(owner, model_options, reasoning_effort)
+        # Sized by the ledger of each span unless a size was given (see span()).
+        self._sizes_checkpoint = summary_tokens is None and "max_tokens" not in options
         options.setdefault("max_tokens", reserve)
         self.max_tokens = max_tokens
         self.target_tokens = target
@@ -181,6 +187,11 @@ class TokenBudgetCompactor(InlineCompactor):
 
     def span(self, ctx: ChatContext) -> tuple[int, int, str]:
         """Return ``(p, k, reason)``: the span to summarize, or ``p == k`` and why not."""
+        p, k, reason, _ = self._span(ctx)
+        return p, k, reason
+
+    def _span(self, ctx: ChatContext) -> tuple[int, int, str, int | None]:
+        """:meth:`span`, and the checkpoint's size when the compactor sizes it itself."""
         items = ctx.as_list()
         # A table once, rather than a trailing-loop scan per candidate cut, when a
         # thinking loop is running (see boundaries.thinking_loop_start).
@@ -209,7 +220,7 @@ class TokenBudgetCompactor(InlineCompactor):
                 "to summarize; a single turn is never split (an agent loop runs as one user "
                 'turn: try boundary="model_step")'
             )
-            return p, p, reason
+            return p, p, reason, None
         counter = ctx.counter
         # Keep at least keep_recent_tokens: walk back, then widen to a turn start.
         kept = 0
@@ -218,12 +229,42 @@ class TokenBudgetCompactor(InlineCompactor):
             cut -= 1
             kept += count_memoized(counter, items[cut])
         eligible = [start for start in starts if start <= cut]
-        k = eligible[-1] if eligible else p
-        # Fold more turns into the summary while the estimate misses the target.
+        kept_from = eligible[-1] if eligible else p
+        prefix_tokens = count_all(counter, items[:p])
+        fixed = prefix_tokens + request_overhead.get()
+        k = self._fold(ctx, starts, kept_from, fixed + self.summary_tokens)
+        size: int | None = None
+        if self._sizes_checkpoint and k > p:
+            # The checkpoint needs room for what the ledger of its span must keep (all
+            # its rules, constraints, goal and open errors, then its current state), in
+            # what the target leaves beside the current turn, which always stays; older
+            # turns are folded into it until that room is there. The span grows as turns
+            # fold, so its ledger is read once more.
+            most = max(self.target_tokens - fixed - count_all(counter, items[starts[-1] :]), 1)
+            for _ in range(2):
+                needed = checkpoint_room(ctx, items[p:k], most)
+                size = max(self.summary_tokens, min(needed, most))
+                widened = self._fold(ctx, starts, kept_from, fixed + size)
+                if widened == k:
+                    break
+                k = widened
+        if k <= p:
+            reason = (
+                f"the recent dialogue to keep ({self.keep_recent_tokens} tokens, in whole user "
+                "turns) reaches back to the pinned prefix; nothing older to summarize"
+            )
+            return p, p, reason, None
+        if k - p == 1 and isinstance(items[p], Checkpoint):
+            return p, p, "only the previous checkpoint lies before the recent dialogue", None
+        return p, k, "", size
+
+    def _fold(self, ctx: ChatContext, starts: list[int], k: int, fixed: int) -> int:
+        """The span's end: from ``k``, turns folded into the summary while ``fixed`` plus
+        the kept tail misses the target (the current turn always stays)."""
         # The kept tail shrinks turn by turn: subtract each folded turn from its
         # total instead of recounting the tail (that was O(turns x history)).
-        prefix_tokens = count_all(counter, items[:p])
-        fixed = prefix_tokens + self.summary_tokens + request_overhead.get()
+        items = ctx.as_list()
+        counter = ctx.counter
         tail = count_all(counter, items[k:])
         for start in starts:
             if start <= k:
@@ -232,15 +273,7 @@ class TokenBudgetCompactor(InlineCompactor):
                 break
             tail -= count_all(counter, items[k:start])
             k = start
-        if k <= p:
-            reason = (
-                f"the recent dialogue to keep ({self.keep_recent_tokens} tokens, in whole user "
-                "turns) reaches back to the pinned prefix; nothing older to summarize"
-            )
-            return p, p, reason
-        if k - p == 1 and isinstance(items[p], Checkpoint):
-            return p, p, "only the previous checkpoint lies before the recent dialogue"
-        return p, k, ""
+        return k
 
     def due(self, ctx: ChatContext) -> bool:
         """Return whether ``ctx`` is past the trigger (tool definitions being sent included).
@@ -273,9 +306,9 @@ class TokenBudgetCompactor(InlineCompactor):
         planned = self._plan(ctx, force)
         if planned is None:
             return ctx
-        p, k = planned
+        p, k, size = planned
         outcome = await self._engine.replace(
-            ctx, p, k, backend, target=self.target_tokens, instructions=instructions
+            ctx, p, k, backend, target=self.target_tokens, instructions=instructions, size=size
         )
         return self._engine.settle(outcome)
 
@@ -308,26 +341,26 @@ class TokenBudgetCompactor(InlineCompactor):
         planned = self._plan(ctx, force)
         if planned is None:
             return ctx
-        p, k = planned
+        p, k, size = planned
         target = self.target_tokens
         outcome = self._engine.run_sync(
             ctx,
             lambda: self._engine.replace(
-                ctx, p, k, backend, target=target, instructions=instructions
+                ctx, p, k, backend, target=target, instructions=instructions, size=size
             ),
             target,
         )
         return backed_off(self._engine.settle(outcome), ctx, backoff_adds)
 
-    def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int] | None:
+    def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int, int | None] | None:
         """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
         if not (force or self.due(ctx)):
             return None
-        p, k, reason = self.span(ctx)
+        p, k, reason, size = self._span(ctx)
         if k <= p:
             self._engine.record(ctx, "skipped", reason, target=self.target_tokens)
             return None
-        return p, k
+        return p, k, size
 
     def __repr__(self) -> str:
         return (

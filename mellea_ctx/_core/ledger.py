@@ -1067,21 +1067,38 @@ def derive_ledger(components: Sequence[Component], *, names: bool = True) -> Led
 ('Never exceed $500 without explicit approval.',))]
     """
     require_bool("derive_ledger", "names", names)
-    from .checkpoint import Checkpoint  # here: checkpoint imports this module
-
     derivation = _Derivation()
-    for position, component in enumerate(components):
-        if isinstance(component, Checkpoint):
-            derivation.checkpoint(component.ledger)
-        elif component.tool_call_id is not None:
-            derivation.tool_result(component, component.tool_call_id)
-        elif component.role == "user":
-            derivation.user(position, component.content or "")
-        elif component.role not in ("system", "developer"):
-            derivation.agent(component)
+    derivation.read(components)
     if names:
         derivation.found += _names(components, derivation.observed)
     return _bounded_names(derivation.ledger.merge(_used(derivation.found, derivation.mentions)))
+
+
+def updated_later(ledger: Ledger, later: Sequence[Component]) -> frozenset[str]:
+    """The keys of ``ledger`` whose value a statement or result in ``later`` replaces.
+
+    What a checkpoint must not show as current when ``later`` (the messages
+    kept verbatim after it) updates it: those messages say the newer value.
+    Only ``later`` is read, with ``ledger`` known, so an update is keyed as
+    what it updates, as :func:`derive_ledger` keys it.
+
+    Examples:
+        >>> from mellea_ctx import Message
+        >>> ledger = derive_ledger([Message("user", "Never exceed $500 without approval.")])
+        >>> sorted(updated_later(ledger, [Message("user", "Update: never exceed $800.")]))
+        ['rule:never exceed <amount> without approval.']
+    """
+    if not ledger or not later:
+        return frozenset()
+    derivation = _Derivation()
+    derivation.checkpoint(ledger)
+    derivation.read(later)
+    found = Ledger().merge(_used(derivation.found, derivation.mentions))
+    return frozenset(
+        entry.key
+        for entry in ledger.entries
+        if (newer := found.get(entry.key)) is not None and newer.value != entry.value
+    )
 
 
 class _Derivation:
@@ -1097,6 +1114,20 @@ class _Derivation:
         self.mentions: list[tuple[int, str]] = []  # (entries found before it, agent's text)
         self.reads = _Reads()
         self.observed: set[int] = set()  # positions of observations sent as user messages
+
+    def read(self, components: Sequence[Component]) -> None:
+        """Read ``components`` in order."""
+        from .checkpoint import Checkpoint  # here: checkpoint imports this module
+
+        for position, component in enumerate(components):
+            if isinstance(component, Checkpoint):
+                self.checkpoint(component.ledger)
+            elif component.tool_call_id is not None:
+                self.tool_result(component, component.tool_call_id)
+            elif component.role == "user":
+                self.user(position, component.content or "")
+            elif component.role not in ("system", "developer"):
+                self.agent(component)
 
     def checkpoint(self, carried: Ledger) -> None:
         """An earlier checkpoint: what was found so far, then its ledger, merged."""
