@@ -18,8 +18,6 @@ from .._core.protocols import Backend, Compactor, acompact_with
 from .._core.tools import Tool, tool
 from .loop_state import Loop
 
-__all__ = ["COMPACT_TOOL", "RECALL_TOOL", "builtin_tools", "own_backend", "run_compactor"]
-
 COMPACT_TOOL = "compact_context"
 RECALL_TOOL = "recall"
 

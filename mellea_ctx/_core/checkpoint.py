@@ -29,8 +29,6 @@ from .reprs import short_repr
 if TYPE_CHECKING:
     from .context import ChatContext
 
-__all__ = ["CHECKPOINT_HEADER", "Checkpoint"]
-
 #: The first line of every checkpoint's content.
 CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
 # The ledger kinds that are the user's instructions to the agent, in force until changed.

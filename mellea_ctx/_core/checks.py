@@ -22,19 +22,6 @@ from .exceptions import InvalidArgumentError, InvalidComponentError, MelleaCtxEr
 from .parts import PART_TYPES, Part, TextPart
 from .reprs import short_repr
 
-__all__ = [
-    "argument_error",
-    "require_bool",
-    "require_callable",
-    "require_choice",
-    "require_instance",
-    "require_int",
-    "require_method",
-    "require_number",
-    "require_str",
-    "text_of",
-]
-
 ErrorType = type[MelleaCtxError]
 _FLOAT_MAX = sys.float_info.max
 

@@ -29,8 +29,6 @@ from .reprs import short_repr
 if TYPE_CHECKING:
     from .context import ChatContext
 
-__all__ = ["ClearedToolResult", "cleared_text"]
-
 
 def cleared_text(original: ToolMessage, tokens: int, note: str | None = None) -> str:
     """Return the placeholder text that stands for ``original``, ``tokens`` long.

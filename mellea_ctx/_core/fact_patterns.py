@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from .checkpoint import Checkpoint
 from .components import Component
 
-__all__ = ["Candidate", "command_text", "scan"]
-
 #: ``(kind, text, weight)``: one mention of a detail; heavier mentions rank higher.
 Candidate = tuple[str, str, int]
 

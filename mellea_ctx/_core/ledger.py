@@ -35,8 +35,6 @@ from .checks import require_bool
 if TYPE_CHECKING:
     from .components import Component
 
-__all__ = ["Ledger", "LedgerEntry", "LedgerKind", "derive_ledger", "render_entries", "strip_label"]
-
 LedgerKind = Literal[
     "rule",
     "constraint",

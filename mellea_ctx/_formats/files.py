@@ -22,8 +22,6 @@ from .._core.components import Component
 from .._core.exceptions import InvalidContextError
 from .registry import Provider
 
-__all__: list[str] = []
-
 #: A transcript's file format: a JSON array of messages, or one message per line.
 Format = Literal["json", "jsonl"]
 

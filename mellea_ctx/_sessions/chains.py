@@ -45,8 +45,6 @@ from .._formats.serialize import component_from_record, component_to_record
 from .operations import Operation
 from .store import dump_records
 
-__all__ = ["Chains", "Encoded", "MissingEntries", "write_chains"]
-
 R = TypeVar("R")
 T = TypeVar("T")
 

@@ -42,8 +42,6 @@ from .faces import AsyncFace, OperationStore, SyncFace
 from .operations import Operation, arun, run
 from .store import StoredSession, check_meta, check_session_id, check_write
 
-__all__ = ["AsyncPostgresStore", "PostgresStore"]
-
 T = TypeVar("T")
 
 _PREFIX: Final = re.compile(r"[a-z_][a-z0-9_]{0,39}")

@@ -38,8 +38,6 @@ from .chains import Chains, Encoded, MissingEntries, write_chains
 from .operations import run, single
 from .store import StoredSession, check_meta, check_session_id, check_write
 
-__all__ = ["SQLiteStore"]
-
 #: The layout this module reads and writes, kept in the file's ``user_version``. Version 2
 #: added the ``checkpoints`` table (each checkpoint of a chain stored once, :mod:`.chains`);
 #: a version 1 file gets it when first opened, and its records read as before.

@@ -47,8 +47,6 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError
 from .._formats.serialize import component_from_record, component_to_record
 
-__all__ = ["MAX_SESSION_ID_LENGTH", "SessionStore", "StoredSession"]
-
 #: The longest session id (and metadata key) a store accepts, in characters.
 MAX_SESSION_ID_LENGTH: Final = 200
 

@@ -16,8 +16,6 @@ from ..._core.exceptions import InvalidContextError
 from ..files import body_units
 from . import _read, to_gemini
 
-__all__ = ["detect", "read", "units", "write"]
-
 
 def detect(data: object) -> bool:
     """Whether parsed JSON is a Gemini transcript: a body with a ``contents`` list, or contents."""

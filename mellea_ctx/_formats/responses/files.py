@@ -17,8 +17,6 @@ from ..._core.exceptions import InvalidContextError
 from ..files import body_units
 from . import CALLS, OUTPUTS, _read, to_responses
 
-__all__ = ["detect", "read", "units", "write"]
-
 #: Item types that only the Responses API has (a Chat Completions message has no ``type``).
 _ITEM_TYPES: Final = frozenset(
     {"message", "reasoning", "compaction", "item_reference"} | set(CALLS)
