@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._agent.bm25 import ToolHit
     from ._agent.delivered import DeliveredTools, InMemoryMetaStore, MetaStore
     from ._agent.events import Event, EventHook, EventKind
-    from ._agent.react import ReactResult, SessionLike, areact, react
+    from ._agent.react import areact, react
+    from ._agent.result import ReactResult, SessionLike
     from ._agent.search_tool import SEARCH_TOOL_NAME
     from ._agent.tool_search import ToolSearch
     from ._backends.anthropic import AnthropicBackend
@@ -107,13 +108,14 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     from ._core.tokens import REPLY_PRIMING_TOKENS, TiktokenCounter, TokenCounter, default_counter
     from ._core.tools import Tool, ToolArgumentError, tool, tool_schema
     from ._formats.anthropic import from_anthropic, to_anthropic
-    from ._formats.call_rules import MISSING_RESULT, Provider, repair_history, validate_anthropic
+    from ._formats.call_rules import MISSING_RESULT, repair_history, validate_anthropic
     from ._formats.gemini import from_gemini, to_gemini
     from ._formats.gemini.rules import validate_gemini
     from ._formats.notes import LossyConversionWarning
     from ._formats.openai import from_openai, to_openai, validate_openai
     from ._formats.problems import Problem, problems
     from ._formats.quoted import render_conversation
+    from ._formats.registry import Provider
     from ._formats.responses import from_responses, to_responses
     from ._formats.responses.rules import validate_responses
     from ._formats.serialize import (
@@ -150,10 +152,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MetaStore",
     ),
     "._agent.react": (
-        "ReactResult",
-        "SessionLike",
         "areact",
         "react",
+    ),
+    "._agent.result": (
+        "ReactResult",
+        "SessionLike",
     ),
     "._agent.search_tool": ("SEARCH_TOOL_NAME",),
     "._agent.tool_search": ("ToolSearch",),
@@ -307,7 +311,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._formats.gemini.rules": ("validate_gemini",),
     "._formats.call_rules": (
         "MISSING_RESULT",
-        "Provider",
         "repair_history",
         "validate_anthropic",
     ),
@@ -318,6 +321,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "validate_openai",
     ),
     "._formats.quoted": ("render_conversation",),
+    "._formats.registry": ("Provider",),
     "._formats.problems": (
         "Problem",
         "problems",

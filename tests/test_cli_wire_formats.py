@@ -87,6 +87,18 @@ class TestDetection:
         out = invoke("validate", str(_write(tmp_path, "t.json", items)), code=1)
         assert "call_id='zz' answers no earlier function_call" in out.stdout
 
+    def test_gemini_body_without_contents_list_names_the_file_once(self, tmp_path: Path) -> None:
+        """A body forced to Gemini whose ``contents`` is no list: the error names the file once."""
+        path = _write(tmp_path, "g.json", {"contents": 3})
+        out = invoke("validate", "--format", "gemini", str(path), code=2)
+        assert f"error: {path}: a Gemini transcript is a body with a 'contents' list" in out.stderr
+
+    def test_responses_body_without_input_list_names_the_file_once(self, tmp_path: Path) -> None:
+        """A body whose ``input`` is neither a list nor a string: the error names the file once."""
+        path = _write(tmp_path, "r.json", {"input": 3})
+        out = invoke("validate", "--format", "responses", str(path), code=2)
+        assert f"error: {path}: a Responses transcript is a JSON array" in out.stderr
+
     def test_stats(self, tmp_path: Path) -> None:
         """stats reads a Gemini body and names its contents."""
         out = invoke("stats", str(_write(tmp_path, "g.json", GEMINI_BODY)), "--budget", "10")

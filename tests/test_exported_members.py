@@ -6,6 +6,7 @@ import ast
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,25 @@ class TestExportedMembers:
         }
         assert declared == mellea_ctx._WHERE
         assert set(declared) == set(mellea_ctx.__all__)
+
+    def test_private_modules_do_not_list_the_names_again(self) -> None:
+        """``_EXPORTS`` is the one list: a private module has no ``__all__`` of its own.
+
+        A private sub-package's ``__init__.py`` that re-exports its modules' names keeps one.
+        """
+        package = Path(mellea_ctx.__file__).parent
+        listing = []
+        for path in sorted([*package.glob("_*/**/*.py"), *package.glob("integrations/_*.py")]):
+            if path.name == "__init__.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                targets = node.targets if isinstance(node, ast.Assign) else []
+                if isinstance(node, ast.AnnAssign):
+                    targets = [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                    listing.append(str(path.relative_to(package)))
+        assert listing == []
 
     def test_an_unknown_name_is_an_attribute_error(self) -> None:
         with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):

@@ -29,13 +29,12 @@ from mellea_ctx._backends import extractive
 from mellea_ctx._compaction.prompts import (
     DEFAULT_PROMPT_TEMPLATE,
     fill_template,
-    render_conversation,
     validate_prompt_template,
 )
 from mellea_ctx._core import ledger
 from mellea_ctx._core.ledger import LedgerEntry
 from mellea_ctx._core.tokens import default_counter
-from mellea_ctx._formats.quoted import read_transcript
+from mellea_ctx._formats.quoted import read_transcript, render_conversation
 
 from .strategies import histories
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from mellea_ctx import Message, ModelOutputThunk, ToolMessage
-from mellea_ctx._compaction.prompts import part_note, render_conversation
 from mellea_ctx._core.parts import (
     AudioPart,
     DocumentPart,
@@ -14,6 +13,7 @@ from mellea_ctx._core.parts import (
     TextPart,
     ThinkingPart,
 )
+from mellea_ctx._formats.quoted import part_note, render_conversation
 
 
 class TestPartNotes:

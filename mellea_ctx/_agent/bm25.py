@@ -19,8 +19,6 @@ import attrs
 from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool
 
-__all__ = ["ToolHit", "ToolIndex"]
-
 # A run of letters, digits, '_' and '-' with a letter or digit in it: a word or an identifier.
 _COMPOUND = re.compile(r"[\w-]*[^\W_][\w-]*")
 # Letter runs and digit runs, any script.

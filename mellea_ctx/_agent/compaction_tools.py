@@ -10,15 +10,13 @@ messages a checkpoint replaced.
 
 from __future__ import annotations
 
-from .._compaction.prompts import render_conversation
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.protocols import Backend, Compactor, acompact_with
 from .._core.tools import Tool, tool
+from .._formats.quoted import render_conversation
 from .loop_state import Loop
-
-__all__ = ["COMPACT_TOOL", "RECALL_TOOL", "builtin_tools", "own_backend", "run_compactor"]
 
 COMPACT_TOOL = "compact_context"
 RECALL_TOOL = "recall"

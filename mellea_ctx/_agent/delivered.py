@@ -15,8 +15,6 @@ from typing import Protocol, runtime_checkable
 
 from .._core.exceptions import InvalidArgumentError
 
-__all__ = ["DELIVERED_KEY", "DeliveredTools", "InMemoryMetaStore", "MetaStore"]
-
 #: Where :class:`DeliveredTools` keeps its record in a :class:`MetaStore`.
 DELIVERED_KEY = "mellea_ctx.tool_search.delivered"
 

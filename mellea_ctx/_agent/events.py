@@ -30,8 +30,6 @@ import attrs
 
 from .._compaction.records import CompactionRecord
 
-__all__ = ["Event", "EventHook", "EventKind"]
-
 EventKind = Literal[
     "turn_started",
     "turn_finished",

@@ -23,8 +23,6 @@ from .._core.protocols import Backend, Compactor
 from .events import Event, EventHook, EventKind
 from .result import SessionLike
 
-__all__ = ["Loop", "dialogue_of", "finish_turn", "request_only", "storable"]
-
 
 @attrs.define
 class Loop:

@@ -23,8 +23,6 @@ from .._core.tools import Tool
 from .compaction_tools import run_compactor
 from .loop_state import Loop
 
-__all__ = ["compact_for_request", "framing_of", "generate", "tool_overhead"]
-
 
 async def compact_for_request(
     loop: Loop,

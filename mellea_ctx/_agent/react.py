@@ -80,8 +80,6 @@ from .result import ReactResult, SessionLike
 from .searching import Searching as _Searching
 from .tool_search import ToolSearch
 
-__all__ = ["UNLIMITED", "ReactResult", "SessionLike", "areact", "react"]
-
 #: ``loop_budget=UNLIMITED`` (-1, as in mellea): no limit on model calls.
 UNLIMITED = -1
 

@@ -11,8 +11,6 @@ from .._core.calls import Usage
 from .._core.components import Component
 from .._core.context import ChatContext
 
-__all__ = ["ReactResult", "SessionLike"]
-
 
 class SessionLike(Protocol):
     """What the loop needs of a session snapshot (``SessionMemory.open(...)`` returns one)."""

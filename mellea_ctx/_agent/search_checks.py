@@ -15,8 +15,6 @@ from .._core.exceptions import InvalidArgumentError
 from .._core.tools import Tool, ToolArgumentError
 from .search_tool import SEARCH_TOOL_NAME
 
-__all__ = ["check_call", "check_catalog"]
-
 
 def check_catalog(owner: str, tools: object) -> tuple[Tool, ...]:
     """Return ``tools`` as a tuple after checking it is a catalog ToolSearch can take.

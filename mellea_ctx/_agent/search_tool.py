@@ -15,8 +15,6 @@ from .._core.tools import Tool, tool
 from .._formats.anthropic import tool_references_text
 from .bm25 import ToolHit
 
-__all__ = ["SEARCH_TOOL_NAME", "answer", "catalog_lines", "guidelines", "search_tool_template"]
-
 #: The name the model calls the search by.
 SEARCH_TOOL_NAME = "tool_search"
 

@@ -26,8 +26,6 @@ from .loop_state import Loop
 from .result import SessionLike
 from .tool_search import ToolSearch
 
-__all__ = ["Searching"]
-
 
 @attrs.define
 class Searching:

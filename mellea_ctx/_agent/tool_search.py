@@ -48,8 +48,6 @@ from .delivered import DeliveredTools, InMemoryMetaStore, MetaStore
 from .search_checks import check_call, check_catalog
 from .search_tool import SEARCH_TOOL_NAME, answer, catalog_lines, search_tool_template
 
-__all__ = ["ToolSearch"]
-
 CatalogPlacement = Literal["description", "system", "none"]
 _PLACEMENTS = ("description", "system", "none")
 

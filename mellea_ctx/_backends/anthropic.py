@@ -38,8 +38,6 @@ _CLAUDE_VERSION = re.compile(r"claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)")
 _EFFORT_SINCE = {"opus": 5, "sonnet": 6}
 _ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
-__all__ = ["AnthropicBackend", "sendable"]
-
 
 class AnthropicBackend(SDKBackend):
     """A backend on Anthropic's Messages API.

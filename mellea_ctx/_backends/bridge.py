@@ -36,8 +36,6 @@ from typing import Any, TypeVar
 from .._core.checks import require_number
 from .._core.exceptions import CompactionTimeoutError
 
-__all__ = ["GRACE_SECONDS", "bounded", "run_blocking", "wait_in_worker"]
-
 T = TypeVar("T")
 
 #: How long past its own timeout the caller waits, at most, for a coroutine

@@ -46,8 +46,6 @@ from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.tokens import default_counter
 
-__all__ = ["BREAKPOINTS", "CacheUse", "place_breakpoints", "predict_cache", "validate_breakpoints"]
-
 #: Every place a breakpoint can go, and the default: all of them.
 BREAKPOINTS = ("tools", "system", "history")
 

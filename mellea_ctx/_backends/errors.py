@@ -74,14 +74,6 @@ from .._core.exceptions import (
     ServerError,
 )
 
-__all__ = [
-    "map_provider_error",
-    "map_sdk_error",
-    "mapped_errors",
-    "overflow_sizes",
-    "retry_after_seconds",
-]
-
 # The status classes both SDKs define, for an instance that carries no
 # ``status_code`` of its own (the first class it is an instance of wins,
 # so the most derived ones come first).

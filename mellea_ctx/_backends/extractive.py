@@ -38,8 +38,6 @@ from .._core.tools import Tool
 from .._formats.quoted import read_transcript
 from .windows import check_window
 
-__all__ = ["ExtractiveBackend"]
-
 # The transcript block: the tags stand on lines of their own (the prompt's
 # instructions may mention the tags in running text).
 # The final turn of a continuation summary request (mellea_ctx/_compaction/continuation.py).

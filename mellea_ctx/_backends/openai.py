@@ -36,8 +36,6 @@ _OPENAI_HOST = "api.openai.com"
 # OpenAI's reasoning models, by name (a "provider/" prefix, as vLLM may serve it, is ignored).
 _REASONING_MODEL = re.compile(r"o\d|gpt-5|gpt-oss")
 
-__all__ = ["OpenAIBackend"]
-
 
 def openai_credentials(
     owner: str, api_key: str | None, base_url: str | None

@@ -27,8 +27,6 @@ from .._formats.responses import from_responses, to_responses
 from .openai import OpenAIBackend, cached_tokens, openai_credentials
 from .sdk import SDKBackend
 
-__all__ = ["OpenAIResponsesBackend"]
-
 #: What every request carries unless ``model_options`` says otherwise.
 STATELESS: Mapping[str, Any] = {"store": False, "include": ["reasoning.encrypted_content"]}
 

@@ -26,8 +26,6 @@ from .._core.checks import require_int, require_number
 from .._core.exceptions import InvalidArgumentError
 from .windows import context_window
 
-__all__ = ["Pricing"]
-
 _FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 
 

@@ -19,9 +19,6 @@ from .._core.exceptions import MalformedResponseError
 from .._core.tools import Tool
 from .windows import check_window
 
-__all__ = ["ScriptedBackend", "ScriptedReply"]
-
-
 #: What a ``ScriptedBackend`` handler may return: text, or a full output.
 ScriptedReply = Union[str, ModelOutputThunk]  # noqa: UP007 (a runtime alias on 3.10)
 

@@ -26,8 +26,6 @@ from .errors import mapped_errors
 from .telemetry import observe_request_failure
 from .windows import check_window, known_window, server_window
 
-__all__ = ["SDKBackend", "sdk_arguments"]
-
 
 @functools.cache
 def _named_parameters(method: Callable[..., Any]) -> frozenset[str] | None:

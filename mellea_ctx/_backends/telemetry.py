@@ -31,18 +31,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Final
 
-__all__ = [
-    "LOGGER_NAME",
-    "compaction_span",
-    "logger",
-    "model_call_span",
-    "observe_compaction",
-    "observe_request_failure",
-    "observe_retry",
-    "observing",
-    "usage_sink",
-]
-
 #: The name of the package's logger.
 LOGGER_NAME: Final = "mellea_ctx"
 

@@ -28,16 +28,6 @@ from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
 
-__all__ = [
-    "ModelLimits",
-    "check_window",
-    "context_window",
-    "known_window",
-    "model_limits",
-    "output_limit",
-    "server_window",
-]
-
 
 class ModelLimits(NamedTuple):
     """A model's documented limits, in tokens."""

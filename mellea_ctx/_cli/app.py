@@ -33,8 +33,6 @@ from .stats import stats
 from .terminal import EXIT_FAILED, EXIT_OK, PROG, Failure
 from .validate import validate
 
-__all__ = ["cli", "main"]
-
 _MAIN_HELP = """\
 Keep LLM conversations inside their context window, without breaking tool calls.
 

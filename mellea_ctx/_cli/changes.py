@@ -16,8 +16,6 @@ import attrs
 
 from .._formats.transcripts import wire_of
 
-__all__ = ["Changes", "compare", "parse_output", "unit_of", "units"]
-
 
 def unit_of(fmt: str) -> str:
     """A transcript format's own unit, what its file is a list of: ``"turn"`` for Anthropic."""

@@ -20,8 +20,9 @@ from .._core.exceptions import EmptySummaryError, InvalidArgumentError, MelleaCt
 from .._core.pins import PinPredicate
 from .._core.protocols import Backend, Compactor
 from .._formats.anthropic.write import turns as anthropic_turns
+from .._formats.files import Transcript
 from .._formats.problems import problems
-from .._formats.transcripts import Transcript, transcript_document
+from .._formats.transcripts import transcript_document
 from .changes import Changes, compare, parse_output
 from .conversation_io import (
     build,
@@ -44,8 +45,6 @@ from .options import (
 )
 from .report import compact_report, lost_note
 from .terminal import Failure, InputError, progress, stderr
-
-__all__ = ["compact"]
 
 #: The model each backend uses when ``--model`` is not given.
 DEFAULT_MODELS: Final = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-6"}

@@ -21,24 +21,12 @@ from rich.console import Console
 from .._core.components import Component
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidContextError
-from .._formats.call_rules import Provider
-from .._formats.files import atomic_write
+from .._formats.files import Transcript, TranscriptFormat, atomic_write
 from .._formats.problems import Problem, problems
-from .._formats.transcripts import Transcript, TranscriptFormat, parse_any, read_any, wire_of
+from .._formats.registry import Provider
+from .._formats.transcripts import parse_any, read_any, wire_of
 from .options import FORMATS
 from .terminal import PROG, InputError
-
-__all__ = [
-    "build",
-    "file_problems",
-    "load",
-    "located",
-    "require_valid",
-    "to_stdout",
-    "turn_of",
-    "window_components",
-    "write",
-]
 
 _SAMPLE: Final = "data/sample_conversation.json"
 _SAMPLE_NAME: Final = "the bundled sample conversation"

@@ -36,8 +36,6 @@ from .conversation_io import load, write
 from .options import FILE, PINS, choice_option, command, format_option, tokens_option
 from .terminal import InputError, stdout
 
-__all__ = ["Bill", "cost", "replay"]
-
 
 @attrs.define
 class Bill:

@@ -36,8 +36,6 @@ from .conversation_io import write
 from .options import command, tokens_option
 from .terminal import InputError, progress, stderr, stdout
 
-__all__ = ["DemoRun", "chart", "demo", "plot_png", "simulate", "summary_table"]
-
 SEED: Final = 20_240_611
 
 _SYSTEM = (

@@ -8,21 +8,8 @@ from typing import Any, Final
 import click
 
 from .._core.pins import PinPredicate, pin_nothing, pin_system, pin_system_and_initial_user
+from .._formats.files import TranscriptFormat
 from .._formats.registry import PROVIDERS
-from .._formats.transcripts import TranscriptFormat
-
-__all__ = [
-    "BOUNDARIES",
-    "CONTEXT",
-    "FILE",
-    "FORMATS",
-    "PINS",
-    "choice_option",
-    "command",
-    "count_option",
-    "format_option",
-    "tokens_option",
-]
 
 #: ``--pin`` choices and the predicates they stand for.
 PINS: Final[dict[str, PinPredicate]] = {

@@ -19,8 +19,6 @@ from .._core.tokens import TokenCounter, count_memoized
 from .._formats.transcripts import title
 from .changes import Changes
 
-__all__ = ["compact_report", "problems_table", "stats_report"]
-
 
 def _plural(count: int, unit: str) -> str:
     """``"1 item"``, ``"1,200 messages"``."""

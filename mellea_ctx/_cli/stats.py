@@ -37,8 +37,6 @@ from .options import (
 from .report import stats_report
 from .terminal import stdout
 
-__all__ = ["stats"]
-
 _STATS_HELP = """\
 Show where a conversation's tokens go and where each strategy would cut it.
 

@@ -17,19 +17,6 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "PIPE_WIDTH",
-    "PROG",
-    "Failure",
-    "InputError",
-    "progress",
-    "stderr",
-    "stdout",
-]
-
 PROG: Final = "mellea-ctx"
 
 EXIT_OK: Final = 0

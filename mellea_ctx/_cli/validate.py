@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import click
 
-from .._formats.call_rules import Provider, repair_changes
-from .._formats.registry import PROVIDERS
-from .._formats.transcripts import Transcript, transcript_document, wire_of
+from .._formats.call_rules import repair_changes
+from .._formats.files import Transcript
+from .._formats.registry import PROVIDERS, Provider
+from .._formats.transcripts import transcript_document, wire_of
 from .changes import Changes, compare, parse_output, unit_of
 from .conversation_io import file_problems, load, located, to_stdout, write
 from .options import command, format_option
 from .report import lost_note, problems_table
 from .terminal import EXIT_FAILED, stderr, stdout
-
-__all__ = ["validate"]
 
 _VALIDATE_HELP = """\
 Check a conversation against a provider's rules for tool calls, and repair it.

@@ -18,8 +18,6 @@ from .._core.checks import require_int
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["backed_off", "validate_backoff"]
-
 
 def validate_backoff(owner: str, adds: object) -> int:
     """Return ``adds`` if it is a valid ``backoff_adds`` setting of ``owner``.

@@ -14,8 +14,6 @@ from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
 
-__all__ = ["Window", "resolve_budget", "resolve_window"]
-
 #: A context window: tokens, a model name, or ``None`` (not given).
 Window = int | str | None
 

@@ -28,8 +28,6 @@ from .._formats.quoted import conversation_lines
 from .prompts import SUMMARIZER_INSTRUCTIONS
 from .render_budget import Shortener, fit_conversation, plan_chunks
 
-__all__ = ["input_budget", "summarize_span"]
-
 # A carried summary takes at most this share of a chunk's budget.
 _CARRY_SHARE = 0.3
 #: How many times a summary is asked again, in a smaller window, after the summarizer

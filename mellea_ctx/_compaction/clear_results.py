@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from .._core.context import ChatContext
     from .._core.protocols import Backend
 
-__all__ = ["ClearToolResultsCompactor", "apply_clearing", "open_exchange_start"]
-
 
 def open_exchange_start(items: list[Component]) -> int:
     """Return where a trailing exchange still waiting for results begins (``len(items)``: none).

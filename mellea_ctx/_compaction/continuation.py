@@ -30,8 +30,6 @@ from .._formats.quoted import quote
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["Request", "continuation_turn", "summarize_continuing", "validate_request"]
-
 Request = Literal["quoted", "continuation"]
 
 _QUOTE_CHARS = 120

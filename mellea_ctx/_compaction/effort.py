@@ -20,8 +20,6 @@ from typing import Any, Final
 
 from .._core.checks import require_choice
 
-__all__ = ["REASONING_EFFORTS", "with_reasoning_effort"]
-
 #: The levels accepted: the union of what OpenAI and Anthropic name.
 REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 

@@ -56,8 +56,6 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["Engine", "Failed"]
-
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
 # The longest a provider's Retry-After is waited for (a longer one is cut to it).

@@ -54,15 +54,6 @@ from .continuation import Request
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = [
-    "CompactionPlanner",
-    "Paths",
-    "PlannerDecision",
-    "one_off",
-    "path_costs",
-    "pending_decision",
-]
-
 Mode = Request
 
 

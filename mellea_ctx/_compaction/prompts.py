@@ -15,17 +15,7 @@ from collections.abc import Sequence
 from .._core.checks import require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.reprs import short_repr
-from .._formats.quoted import part_note, quote, render_conversation
-
-__all__ = [
-    "DEFAULT_PROMPT_TEMPLATE",
-    "SUMMARIZER_INSTRUCTIONS",
-    "part_note",
-    "quote",
-    "react_summary_prompt",
-    "render_conversation",
-    "validate_prompt_template",
-]
+from .._formats.quoted import quote
 
 SUMMARIZER_INSTRUCTIONS = (
     "You write faithful, compact summaries of conversations between a user, an AI agent "

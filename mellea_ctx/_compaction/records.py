@@ -27,17 +27,6 @@ from .planner import pending_decision
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = [
-    "CompactionRecord",
-    "CompactionWarning",
-    "Outcome",
-    "RecordHook",
-    "emit_record",
-    "record_between",
-    "record_sink",
-    "wants_records",
-]
-
 Outcome = Literal["applied", "skipped", "failed", "timed_out", "cancelled"]
 
 

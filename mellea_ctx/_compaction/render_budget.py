@@ -40,8 +40,6 @@ from .._core.ledger import (
 )
 from .._formats.quoted import render_conversation
 
-__all__ = ["Shortener", "choose_entries", "fit_conversation", "plan_chunks"]
-
 # No text is shortened below this many characters.
 _FLOOR = 400
 # A kept detail line is cut to this length.

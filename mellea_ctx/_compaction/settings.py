@@ -20,8 +20,6 @@ from .continuation import Request, validate_request
 from .prompts import DEFAULT_PROMPT_TEMPLATE, validate_prompt_template
 from .records import RecordHook
 
-__all__ = ["Settings", "validate_settings"]
-
 
 def validate_settings(owner: str, settings: Settings) -> None:
     backend = settings.default_backend

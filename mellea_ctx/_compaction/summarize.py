@@ -40,8 +40,6 @@ from .settings import Settings, validate_settings
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["LLMSummarizeCompactor"]
-
 
 class LLMSummarizeCompactor:
     """Replace older body components with one model-written checkpoint; keep the last ``keep_n``.

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from .._core.context import ChatContext
     from .._core.protocols import Backend
 
-__all__ = ["SupersededReadsCompactor"]
-
 
 def _reads(value: object) -> PMap[str, str]:
     if not isinstance(value, Mapping) or not all(

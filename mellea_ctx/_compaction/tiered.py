@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from .._core.protocols import Backend
     from .planner import CompactionPlanner
 
-__all__ = ["TieredCompactor"]
-
 
 class TieredCompactor(InlineCompactor):
     """Try each compactor in order; keep the first result at or under ``target_tokens``.

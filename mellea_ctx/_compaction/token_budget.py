@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from .._core.context import ChatContext
     from .planner import CompactionPlanner
 
-__all__ = ["TokenBudgetCompactor"]
-
 
 class TokenBudgetCompactor(InlineCompactor):
     """Summarize older dialogue when the context passes ``max_tokens``.

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from .._core.protocols import Backend
     from .planner import CompactionPlanner
 
-__all__ = ["ThresholdCompactor", "WindowCompactor"]
-
 
 def validate_pin(owner: str, pin_predicate: object) -> None:
     fix = "pass a function such as pin_system or pin_nothing"

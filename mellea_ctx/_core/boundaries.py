@@ -39,17 +39,6 @@ from .exceptions import InvalidArgumentError
 from .parts import RedactedThinkingPart, ThinkingPart
 from .pins import PinPredicate
 
-__all__ = [
-    "is_safe_cut",
-    "is_tool_result",
-    "pin_end",
-    "prefix_end",
-    "safe_cut_table",
-    "thinking_loop_start",
-    "turn_start",
-    "window_cut",
-]
-
 
 def is_tool_result(component: Component) -> bool:
     """Return whether ``component`` answers a tool call."""

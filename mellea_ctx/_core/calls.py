@@ -14,8 +14,6 @@ from .exceptions import InvalidComponentError
 from .parts import EMPTY, to_extra
 from .reprs import short_repr
 
-__all__ = ["MAX_COUNT", "ToolCall", "Usage"]
-
 #: The largest count a component holds (tokens, messages): an int64, as stores and JSON
 #: readers elsewhere expect; Python's str() refuses ints past 4,300 digits anyway.
 MAX_COUNT: Final = 2**63 - 1

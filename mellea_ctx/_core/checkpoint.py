@@ -15,21 +15,25 @@ text it is.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from .calls import MAX_COUNT
-from .checks import require_instance, require_int, require_str, text_validator, tuple_of
+from .checks import (
+    context_validator,
+    require_instance,
+    require_int,
+    require_str,
+    text_validator,
+    tuple_of,
+)
 from .components import Component, Role
 from .exceptions import InvalidArgumentError
 from .ledger import Ledger, LedgerEntry, render_entries
-from .reprs import short_repr
 
 if TYPE_CHECKING:
     from .context import ChatContext
-
-__all__ = ["CHECKPOINT_HEADER", "Checkpoint"]
 
 #: The first line of every checkpoint's content.
 CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
@@ -56,15 +60,7 @@ def _shown(value: object) -> tuple[str, ...] | None:
     return tuple_of(str, "Checkpoint", "shown", value)
 
 
-def _replaced(_instance: object, _attribute: object, value: Any) -> None:
-    from .context import ChatContext  # here: importing it at the top would be circular
-
-    if value is not None and not isinstance(value, ChatContext):
-        msg = (
-            f"Checkpoint: replaced={short_repr(value)} must be the ChatContext this checkpoint "
-            "replaced, or None"
-        )
-        raise InvalidArgumentError(msg)
+_replaced = context_validator("Checkpoint", "the ChatContext this checkpoint replaced")
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True)

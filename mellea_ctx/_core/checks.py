@@ -22,19 +22,6 @@ from .exceptions import InvalidArgumentError, InvalidComponentError, MelleaCtxEr
 from .parts import PART_TYPES, Part, TextPart
 from .reprs import short_repr
 
-__all__ = [
-    "argument_error",
-    "require_bool",
-    "require_callable",
-    "require_choice",
-    "require_instance",
-    "require_int",
-    "require_method",
-    "require_number",
-    "require_str",
-    "text_of",
-]
-
 ErrorType = type[MelleaCtxError]
 _FLOAT_MAX = sys.float_info.max
 
@@ -390,6 +377,27 @@ def flag_validator(owner: str, *, error: ErrorType = InvalidComponentError) -> A
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value is not True and value is not False:
             require_bool(owner, attribute.name, value, error=error)
+
+    return check
+
+
+def context_validator(owner: str, expected: str) -> Any:
+    """An attrs validator: the field is ``None`` or a ``ChatContext`` (``expected`` says which).
+
+    Examples:
+        >>> check = context_validator("Checkpoint", "the ChatContext this checkpoint replaced")
+        >>> check(None, attrs.fields(attrs.make_class("A", ["replaced"])).replaced, 3)
+        Traceback (most recent call last):
+        ...
+        mellea_ctx._core.exceptions.InvalidArgumentError: Checkpoint: replaced=3 must be the \
+ChatContext this checkpoint replaced, or None
+    """
+
+    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        from .context import ChatContext  # here: importing it at the top would be circular
+
+        if value is not None and not isinstance(value, ChatContext):
+            raise argument_error(owner, attribute.name, value, f"must be {expected}, or None")
 
     return check
 

@@ -21,15 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .checks import require_int
+from .checks import context_validator, require_int
 from .components import ToolMessage
 from .exceptions import InvalidArgumentError
 from .reprs import short_repr
 
 if TYPE_CHECKING:
     from .context import ChatContext
-
-__all__ = ["ClearedToolResult", "cleared_text"]
 
 
 def cleared_text(original: ToolMessage, tokens: int, note: str | None = None) -> str:
@@ -61,15 +59,7 @@ def _original(_instance: object, _attribute: object, value: Any) -> None:
         raise InvalidArgumentError(msg)
 
 
-def _replaced(_instance: object, _attribute: object, value: Any) -> None:
-    from .context import ChatContext  # here: importing it at the top would be circular
-
-    if value is not None and not isinstance(value, ChatContext):
-        msg = (
-            f"ClearedToolResult: replaced={short_repr(value)} must be the ChatContext the "
-            "clearing was applied to, or None"
-        )
-        raise InvalidArgumentError(msg)
+_replaced = context_validator("ClearedToolResult", "the ChatContext the clearing was applied to")
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True, repr=False)

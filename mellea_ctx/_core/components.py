@@ -28,7 +28,8 @@ from typing import Any, Final, Literal
 import attrs
 from pyrsistent import PMap
 
-from .calls import ToolCall, Usage
+from .calls import ToolCall as ToolCall
+from .calls import Usage as Usage
 from .checks import (
     field_error,
     flag_validator,
@@ -45,18 +46,6 @@ from .checks import (
 from .exceptions import InvalidComponentError
 from .parts import EMPTY, ImagePart, Part, TextPart, to_extra
 from .reprs import field_repr, short_repr
-
-__all__ = [
-    "CBlock",
-    "Component",
-    "Message",
-    "ModelOutputThunk",
-    "ReactInitiator",
-    "Role",
-    "ToolCall",
-    "ToolMessage",
-    "Usage",
-]
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 

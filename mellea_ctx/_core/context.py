@@ -37,9 +37,6 @@ from .protocols import INLINE_CUTS, InlineCompactor, compact_inline
 from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
 
-__all__ = ["ChatContext"]
-
-
 # A failure backoff doubles with each consecutive failed inline compaction, this many times.
 _BACKOFF_DOUBLINGS = 4
 _C = TypeVar("_C", bound="ChatContext")

@@ -19,8 +19,6 @@ import tiktoken
 
 from .exceptions import TokenizerDataError
 
-__all__ = ["O200K_BASE_SHA256", "load_o200k_base"]
-
 #: The SHA-256 tiktoken expects for the (uncompressed) o200k_base.tiktoken file.
 O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 

@@ -33,30 +33,6 @@ expected, and suggest the fix.
 
 from __future__ import annotations
 
-__all__ = [
-    "BackendConnectionError",
-    "BackendError",
-    "BackendTimeoutError",
-    "CompactionError",
-    "CompactionTimeoutError",
-    "ContextOverflowError",
-    "EmptySummaryError",
-    "InvalidArgumentError",
-    "InvalidComponentError",
-    "InvalidContextError",
-    "MalformedResponseError",
-    "MelleaCtxError",
-    "NotInlineCompactorError",
-    "RateLimitError",
-    "RequestRejectedError",
-    "ServerError",
-    "SessionConflictError",
-    "SessionStoreError",
-    "SpanTooLargeError",
-    "SummaryToolCallError",
-    "TokenizerDataError",
-]
-
 
 class MelleaCtxError(Exception):
     """The root of every error mellea-ctx raises on purpose."""

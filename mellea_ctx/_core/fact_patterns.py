@@ -22,8 +22,7 @@ from collections.abc import Iterator
 
 from .checkpoint import Checkpoint
 from .components import Component
-
-__all__ = ["Candidate", "command_text", "scan"]
+from .ledger import command_line
 
 #: ``(kind, text, weight)``: one mention of a detail; heavier mentions rank higher.
 Candidate = tuple[str, str, int]
@@ -112,20 +111,6 @@ _LONG_COMMAND = 240
 _USER, _AGENT, _CALL, _OUTPUT, _MADE = 3, 2, 3, 1, 6
 
 
-def command_text(command: str) -> str:
-    """Return a command as it is kept: its first line, cut at a word under 240 characters.
-
-    Examples:
-        >>> command_text("git commit -m \\"$(cat <<'EOF'\\nfix\\nEOF\\n)\\"")
-        'git commit -m "$(cat <<\\'EOF\\''
-    """
-    line = command.strip().split("\n", 1)[0].strip()
-    if len(line) <= _LONG_COMMAND:
-        return line
-    cut = line.rfind(" ", 0, _LONG_COMMAND)
-    return line[: cut if cut > 0 else _LONG_COMMAND].rstrip()
-
-
 def scan(component: Component) -> Iterator[Candidate]:
     """Yield every detail mention in ``component`` (not memoized: see ``facts.candidates``)."""
     if isinstance(component, Checkpoint):
@@ -182,7 +167,7 @@ def _prose(text: str, weight: int) -> Iterator[Candidate]:
         elif _SYMBOL.match(code):
             yield "id", code, weight
     for match in _SHELL_LINE.finditer(text):
-        yield "command", command_text(match.group(1)), weight
+        yield "command", command_line(match.group(1), _LONG_COMMAND), weight
     yield from _paths_and_urls(text, weight)
     for match in _UUID.finditer(text):
         yield "id", match.group(0), weight
@@ -252,7 +237,7 @@ def _arguments(raw: str) -> Iterator[Candidate]:
         if key in _PATH_KEYS:
             yield "path", value.strip(), _CALL
         elif key in _COMMAND_KEYS:
-            yield "command", command_text(value), _CALL
+            yield "command", command_line(value, _LONG_COMMAND), _CALL
             yield from _paths_and_urls(value, _OUTPUT)
         elif key not in _CONTENT_KEYS:
             yield from _prose(value, _AGENT)

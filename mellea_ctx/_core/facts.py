@@ -37,16 +37,6 @@ from .checks import require_int
 from .components import Component
 from .fact_patterns import Candidate, scan
 
-__all__ = [
-    "Fact",
-    "FactKind",
-    "candidates",
-    "extract_facts",
-    "fact_budget",
-    "missing_facts",
-    "remember_checked",
-]
-
 FactKind = Literal[
     "detail",
     "constraint",

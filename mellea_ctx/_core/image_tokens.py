@@ -21,15 +21,6 @@ from __future__ import annotations
 import math
 from typing import Final, Literal
 
-__all__ = [
-    "ANTHROPIC_IMAGE_BOUND",
-    "OPENAI_IMAGE_BOUND",
-    "ImageFormula",
-    "anthropic_image_tokens",
-    "image_tokens",
-    "openai_image_tokens",
-]
-
 #: Which provider's formula prices an image.
 ImageFormula = Literal["openai", "anthropic"]
 

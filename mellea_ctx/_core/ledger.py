@@ -35,8 +35,6 @@ from .checks import require_bool
 if TYPE_CHECKING:
     from .components import Component
 
-__all__ = ["Ledger", "LedgerEntry", "LedgerKind", "derive_ledger", "render_entries", "strip_label"]
-
 LedgerKind = Literal[
     "rule",
     "constraint",
@@ -800,12 +798,18 @@ class _Keys:
         self.types.append(_value_types(text))
 
 
-def _command(text: str) -> str:
+def command_line(text: str, limit: int = _LONG_COMMAND) -> str:
+    """Return a command as it is kept: its first line, cut at a word under ``limit`` characters.
+
+    Examples:
+        >>> command_line("git commit -m \\"$(cat <<'EOF'\\nfix\\nEOF\\n)\\"")
+        'git commit -m "$(cat <<\\'EOF\\''
+    """
     line = text.strip().split("\n", 1)[0].strip()
-    if len(line) <= _LONG_COMMAND:
+    if len(line) <= limit:
         return line
-    cut = line.rfind(" ", 0, _LONG_COMMAND)
-    return line[: cut if cut > 0 else _LONG_COMMAND].rstrip()
+    cut = line.rfind(" ", 0, limit)
+    return line[: cut if cut > 0 else limit].rstrip()
 
 
 def _fenced_commands(text: str) -> list[str]:
@@ -813,7 +817,7 @@ def _fenced_commands(text: str) -> list[str]:
     for match in _FENCE.finditer(text):
         body = match.group(1).strip()
         if body and len(body.splitlines()) <= 40:
-            commands.append(_command(body))
+            commands.append(command_line(body))
     return commands
 
 
@@ -1544,7 +1548,7 @@ def _call_entries(name: str, raw: str, found: list[LedgerEntry]) -> str | None:
         if key in _PATH_KEYS:
             found.append(_call_file(name, value.strip(), arguments))
         elif key in _COMMAND_KEYS and command is None and " " in value.strip():
-            command = _command(value)
+            command = command_line(value)
             _command_files(command, f"call {name}", found)
     if command is None and not any(key in _PATH_KEYS for key in arguments):
         return _call_command(name, arguments)
@@ -1586,7 +1590,7 @@ def _call_command(name: str, arguments: dict[object, object]) -> str | None:
     if not simple or _READS.match(name):
         return None
     shown = ", ".join(f"{k}={str(v)[:40]}" for k, v in list(simple.items())[:4])
-    return _command(f"{name}({shown})")
+    return command_line(f"{name}({shown})")
 
 
 # --- rendering -------------------------------------------------------------------------

@@ -45,8 +45,6 @@ from .tokens import TokenCounter, count_all, count_memoized
 if TYPE_CHECKING:
     from .protocols import InlineCompactor
 
-__all__: list[str] = []
-
 
 def require_components(items: Sequence[object], where: str, fix: str) -> None:
     """Raise ``InvalidComponentError`` naming the first of ``items`` that is not a Component.

@@ -31,24 +31,6 @@ from pyrsistent import PMap, freeze, pmap, thaw
 from .exceptions import InvalidComponentError
 from .reprs import field_repr, short_repr
 
-__all__ = [
-    "DATA_URI",
-    "AudioPart",
-    "DocumentPart",
-    "ImagePart",
-    "OpaquePart",
-    "Part",
-    "PartKind",
-    "RedactedThinkingPart",
-    "RefusalPart",
-    "TextPart",
-    "ThinkingPart",
-    "assert_never",
-    "freeze_json",
-    "thaw_json",
-    "to_extra",
-]
-
 #: The empty frozen mapping every ``extra`` field defaults to.
 EMPTY: Final[PMap[str, Any]] = pmap()
 

@@ -22,15 +22,6 @@ from collections.abc import Callable, Sequence
 
 from .components import Component, Message, ReactInitiator
 
-__all__ = [
-    "PinPredicate",
-    "is_prefix_stable",
-    "pin_nothing",
-    "pin_react_initiator",
-    "pin_system",
-    "pin_system_and_initial_user",
-]
-
 #: A function from the context's components to the end of the protected prefix.
 PinPredicate = Callable[[Sequence[Component]], int]
 

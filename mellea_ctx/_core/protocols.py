@@ -29,17 +29,6 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .context import ChatContext
 
-__all__ = [
-    "Backend",
-    "Compactor",
-    "GatedCompactor",
-    "InlineCompactor",
-    "acompact_with",
-    "compact_with",
-    "inline_backoff",
-    "outside_inline",
-]
-
 
 @runtime_checkable
 class Backend(Protocol):

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["short_repr"]
-
 
 def short_repr(value: object, limit: int = 80) -> str:
     """Return ``repr(value)`` cut to ``limit`` characters, or a placeholder when it fails.

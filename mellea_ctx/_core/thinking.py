@@ -22,8 +22,6 @@ from .boundaries import has_thinking, turn_start
 from .components import Component, Message, ModelOutputThunk
 from .parts import RedactedThinkingPart, ThinkingPart
 
-__all__ = ["drop_thinking"]
-
 
 def drop_thinking(components: Sequence[Component]) -> list[Component]:
     """Return the components with thinking removed from every turn before the last.

@@ -50,16 +50,6 @@ from .parts import (
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = [
-    "LONGEST_PIECE",
-    "REPLY_PRIMING_TOKENS",
-    "TiktokenCounter",
-    "TokenCounter",
-    "count_memoized",
-    "default_counter",
-    "encoded_length",
-]
-
 #: Tokens OpenAI's chat format adds once per request to prime the reply.
 #: Not part of any component, so not part of ``ChatContext.token_count``.
 REPLY_PRIMING_TOKENS = 3

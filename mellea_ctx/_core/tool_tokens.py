@@ -34,8 +34,6 @@ from .checks import require_choice
 from .encoding import load_o200k_base
 from .tools import Tool
 
-__all__ = ["Framing", "count_tool_definitions", "request_overhead", "request_tools"]
-
 Framing = Literal["openai", "anthropic"]
 
 #: Tokens the next request carries besides its messages (tool definitions), while set.

@@ -23,8 +23,6 @@ import attrs
 from .checks import flag_validator
 from .exceptions import InvalidArgumentError
 
-__all__ = ["Tool", "ToolArgumentError", "tool", "tool_schema"]
-
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]+:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")

@@ -23,17 +23,6 @@ from .._core.components import Component, Message, ModelOutputThunk, ToolCall, T
 from .content_rules import Findings, repair_content
 from .registry import Provider
 
-__all__ = [
-    "MISSING_RESULT",
-    "Provider",
-    "repair_calls",
-    "repair_changes",
-    "repair_history",
-    "scan_anthropic",
-    "scan_openai",
-    "validate_anthropic",
-]
-
 #: The content of the result :func:`repair_history` adds for a call that got none.
 MISSING_RESULT: Final = "[no result: this tool call was never answered]"
 

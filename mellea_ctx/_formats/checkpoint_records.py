@@ -37,8 +37,6 @@ from .._core.exceptions import InvalidComponentError
 from .._core.ledger import Ledger
 from .._core.reprs import short_repr
 
-__all__ = ["chain", "checkpoint_from_record", "checkpoint_to_record"]
-
 LeafWriter = Callable[[Component], dict[str, Any]]
 LeafReader = Callable[[Mapping[str, Any]], Component]
 

@@ -36,16 +36,6 @@ from .._core.parts import OpaquePart, Part, RedactedThinkingPart, TextPart, Thin
 from .anthropic.write import TOOL_ID, anthropic_id
 from .notes import NOTES, note
 
-__all__ = [
-    "Finding",
-    "Findings",
-    "anthropic_findings",
-    "content_problems",
-    "openai_findings",
-    "repair_content",
-    "with_parts",
-]
-
 #: ``(index, problem, change, replacement)``; replacement ``...`` means report only.
 Finding = tuple[int, str, str, Any]
 

@@ -9,10 +9,12 @@ every format's reading gives the command line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,8 +23,6 @@ import attrs
 from .._core.components import Component
 from .._core.exceptions import InvalidContextError
 from .registry import Provider
-
-__all__: list[str] = []
 
 #: A transcript's file format: a JSON array of messages, or one message per line.
 Format = Literal["json", "jsonl"]
@@ -54,6 +54,15 @@ def body_units(document: Any, key: str) -> list[Any]:
         return list(document)
     held = document.get(key) if isinstance(document, dict) else None
     return list(held) if isinstance(held, list) else []
+
+
+@contextlib.contextmanager
+def named(source: str) -> Iterator[None]:
+    """Start an :class:`InvalidContextError` raised inside with ``source``, the file's name."""
+    try:
+        yield
+    except InvalidContextError as exc:
+        raise InvalidContextError(f"{source} {exc}") from exc
 
 
 def unreadable(exc: Exception) -> str:

@@ -11,8 +11,6 @@ import json
 import re
 from typing import Final
 
-__all__: list[str] = []
-
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 
 

@@ -28,18 +28,6 @@ from .._core.exceptions import InvalidComponentError
 from .._core.parts import thaw_json
 from .._core.reprs import short_repr
 
-__all__ = [
-    "NOTES",
-    "OPENER",
-    "LossyConversionWarning",
-    "carried_keys",
-    "note",
-    "provider_keys",
-    "report_losses",
-    "with_notes",
-    "writable",
-]
-
 #: The reserved ``extra`` key under which readers record wire-shape notes.
 NOTES: Final = "mellea_ctx"
 #: The text of the user turn a writer puts before a history that opens with the model

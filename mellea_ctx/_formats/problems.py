@@ -21,8 +21,6 @@ import attrs
 from .._core.components import Component
 from .registry import Provider, wire_format
 
-__all__ = ["Problem", "Rule", "problems"]
-
 #: The family of a provider's rules a problem breaks: the pairing of tool calls and results
 #: (``"tool_calls"``), what the provider rejects inside a message (``"content"``), or the
 #: Responses API's item rules and Gemini's contents rules (``"items"``, ``"contents"``),

@@ -33,17 +33,6 @@ from .._core.components import Component, Message, Role, ToolCall, ToolMessage
 from .._core.facts import Fact
 from .._core.tokens import default_counter
 
-__all__ = [
-    "DETAILS_HEADING",
-    "conversation_lines",
-    "detail_block",
-    "details_that_fit",
-    "part_note",
-    "quote",
-    "read_transcript",
-    "render_conversation",
-]
-
 #: The line that opens the exact details of an extractive summary (and of a checkpoint's render).
 DETAILS_HEADING = "Exact details:"
 

@@ -13,8 +13,6 @@ from typing import Any
 
 from .._core.exceptions import InvalidContextError
 
-__all__ = ["invalid", "other_keys"]
-
 
 def invalid(where: str, detail: str) -> InvalidContextError:
     """The reader's error: ``"where: detail"``."""

@@ -28,8 +28,6 @@ from .._core.exceptions import InvalidArgumentError
 if TYPE_CHECKING:
     from .problems import Problem
 
-__all__ = ["PROVIDERS", "Provider", "WireFormat", "detect", "formats", "wire_format"]
-
 #: A wire format's name: whose rules :func:`~mellea_ctx.problems` and
 #: :func:`~mellea_ctx.repair_history` apply.
 Provider = Literal["openai", "anthropic", "responses", "gemini"]

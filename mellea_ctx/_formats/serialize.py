@@ -36,15 +36,6 @@ from .._core.exceptions import InvalidComponentError
 from .._core.reprs import short_repr
 from .checkpoint_records import checkpoint_from_record, checkpoint_to_record
 
-__all__ = [
-    "component_from_record",
-    "component_to_record",
-    "components_from_json",
-    "components_to_json",
-    "part_from_record",
-    "part_to_record",
-]
-
 
 def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []

@@ -35,16 +35,6 @@ from .openai import to_openai
 from .openai.files import parse_text, text_format
 from .registry import Provider, Reading, WireFormat, detect, wire_format
 
-__all__ = [
-    "Format",
-    "Transcript",
-    "TranscriptFormat",
-    "dump_anthropic",
-    "dump_conversation",
-    "load_anthropic",
-    "load_conversation",
-]
-
 #: The file formats of OpenAI Chat messages; every other transcript format is a wire format.
 _CHAT_FILES: tuple[Format, ...] = ("json", "jsonl")
 

@@ -23,8 +23,6 @@ from .redis import Command, RedisCore, Transaction, import_redis
 if TYPE_CHECKING:
     import redis.asyncio
 
-__all__ = ["AsyncRedisStore"]
-
 T = TypeVar("T")
 
 

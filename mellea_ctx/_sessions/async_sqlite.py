@@ -21,8 +21,6 @@ from .._core.components import Component
 from .sqlite import SQLiteStore
 from .store import StoredSession
 
-__all__ = ["AsyncSQLiteStore"]
-
 
 class AsyncSQLiteStore(SQLiteStore):
     """A :class:`~mellea_ctx.SQLiteStore` that is also an :class:`~mellea_ctx.AsyncSessionStore`.

@@ -25,8 +25,6 @@ from .._core.exceptions import InvalidArgumentError
 from .memory import MemoryStore
 from .store import SessionStore, StoredSession
 
-__all__ = ["AsyncSessionStore", "AsyncStoreAdapter", "as_async_store"]
-
 T = TypeVar("T")
 
 

@@ -43,9 +43,7 @@ from .._core.exceptions import InvalidComponentError
 from .._formats.checkpoint_records import chain, checkpoint_from_record, checkpoint_to_record
 from .._formats.serialize import component_from_record, component_to_record
 from .operations import Operation
-from .store import dump_records
-
-__all__ = ["Chains", "Encoded", "MissingEntries", "write_chains"]
+from .store import dump_records, stored_object
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -178,7 +176,7 @@ class Chains:
         built: dict[str, Checkpoint] = {}
         out: list[Component] = []
         for text in records:
-            record = _parse(text)
+            record = stored_object(text, "stored record")
             if record.get("kind") == _STORED:
                 out.append(self._build(_named(record), entries, built))
             else:
@@ -213,7 +211,7 @@ class Chains:
                     "the store was changed outside mellea-ctx: restore it or clear the session"
                 )
                 raise InvalidComponentError(msg)
-            entry = parsed[digest] = _parse(text)
+            entry = parsed[digest] = stored_object(text, "stored record")
             stack.append((digest, True))
             span = entry.get("span", ())
             for item in span if isinstance(span, list) else ():
@@ -282,18 +280,6 @@ def _one_record(owner: str, index: int, component: Component) -> str:
     except InvalidComponentError as exc:
         msg = str(exc).replace("components[0]", f"components[{index}]", 1)
         raise InvalidComponentError(msg) from None
-
-
-def _parse(text: str | bytes) -> dict[str, Any]:
-    try:
-        record = json.loads(text)
-    except ValueError as exc:
-        msg = f"stored record {text[:80]!r} is not valid JSON ({exc})"
-        raise InvalidComponentError(msg) from exc
-    if not isinstance(record, dict):
-        msg = f"stored record {text[:80]!r} is not a JSON object"
-        raise InvalidComponentError(msg)
-    return record
 
 
 def _named(record: Mapping[str, Any]) -> str:

@@ -19,8 +19,6 @@ from .._core.components import Component
 from .operations import Operation
 from .store import StoredSession
 
-__all__ = ["AsyncFace", "OperationStore", "SyncFace"]
-
 T = TypeVar("T")
 
 

@@ -27,17 +27,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from .._core.checks import require_number
 from .operations import Operation, arun, run
 
-__all__ = [
-    "AsyncSessionLeases",
-    "LocalLeases",
-    "SessionLeases",
-    "aacquire",
-    "acquire",
-    "arelease",
-    "check_ttl",
-    "leases_of",
-]
-
 #: How often a worker that waits for a lease asks again, in seconds.
 POLL: float = 0.05
 

@@ -21,8 +21,6 @@ from .store import (
     dump_records,
 )
 
-__all__ = ["MemoryStore"]
-
 
 class MemoryStore:
     """A :class:`~mellea_ctx.SessionStore` in this process's memory.

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-__all__ = ["Operation", "arun", "run", "single"]
-
 R = TypeVar("R")
 T = TypeVar("T")
 

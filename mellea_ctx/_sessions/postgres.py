@@ -35,14 +35,13 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from .._core.checks import require_int, require_number
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .faces import AsyncFace, OperationStore, SyncFace
 from .operations import Operation, arun, run
 from .store import StoredSession, check_meta, check_session_id, check_write
-
-__all__ = ["AsyncPostgresStore", "PostgresStore"]
 
 T = TypeVar("T")
 
@@ -251,7 +250,14 @@ class _Common(OperationStore):
 
     _kind = "PostgresStore"
 
-    def __init__(self, dsn: str, table_prefix: str, timeout: float, max_connections: int) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table_prefix: str = "mellea_ctx",
+        timeout: float = 5.0,
+        max_connections: int = 10,
+    ) -> None:
         owner = self._kind
         self._psycopg, self._pool_module = _import_psycopg(owner)
         if not isinstance(dsn, str) or not dsn:
@@ -266,26 +272,10 @@ class _Common(OperationStore):
                 "digits or underscores, starting with a letter or underscore; pass e.g. 'myapp'"
             )
             raise InvalidArgumentError(msg)
-        if (
-            not isinstance(timeout, (int, float))
-            or isinstance(timeout, bool)
-            or not 0 < timeout < float("inf")
-        ):
-            msg = (
-                f"{owner}: timeout={timeout!r} must be a number of seconds > 0; pass how long "
-                "a call may wait for a connection to the server, e.g. 5.0"
-            )
-            raise InvalidArgumentError(msg)
-        if (
-            not isinstance(max_connections, int)
-            or isinstance(max_connections, bool)
-            or max_connections < 1
-        ):
-            msg = (
-                f"{owner}: max_connections={max_connections!r} must be an int >= 1; pass how "
-                "many connections this store may hold open at once, e.g. 10"
-            )
-            raise InvalidArgumentError(msg)
+        wait = "pass how long a call may wait for a connection to the server, e.g. 5.0"
+        require_number(owner, "timeout", timeout, minimum=0, above=True, unit="seconds", fix=wait)
+        many = "pass how many connections this store may hold open at once, e.g. 10"
+        require_int(owner, "max_connections", max_connections, minimum=1, fix=many)
         try:
             self._psycopg.conninfo.conninfo_to_dict(dsn)
         except self._psycopg.ProgrammingError as exc:
@@ -305,6 +295,7 @@ class _Common(OperationStore):
         self._closed = False
         self._pid = os.getpid()
         self._chains = Chains()
+        self._pool: Any = None
 
     @property
     def table_prefix(self) -> str:
@@ -468,17 +459,6 @@ class PostgresStore(SyncFace, _Common):
         >>> store.close()
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        table_prefix: str = "mellea_ctx",
-        timeout: float = 5.0,
-        max_connections: int = 10,
-    ) -> None:
-        super().__init__(dsn, table_prefix, timeout, max_connections)
-        self._pool: Any = None
-
     # -- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -562,17 +542,6 @@ class AsyncPostgresStore(AsyncFace, _Common):
     """
 
     _kind = "AsyncPostgresStore"
-
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        table_prefix: str = "mellea_ctx",
-        timeout: float = 5.0,
-        max_connections: int = 10,
-    ) -> None:
-        super().__init__(dsn, table_prefix, timeout, max_connections)
-        self._pool: Any = None
 
     async def aclose(self) -> None:
         """Close the pool's connections; later calls raise ``SessionStoreError``."""

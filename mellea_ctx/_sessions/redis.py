@@ -64,8 +64,6 @@ from .store import StoredSession, check_meta, check_session_id, check_write
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisStore"]
-
 T = TypeVar("T")
 
 #: How many write ids a session remembers, to recognise a write sent again.

@@ -57,8 +57,6 @@ if TYPE_CHECKING:
     from .._core.protocols import Compactor, InlineCompactor
     from .._core.tokens import TokenCounter
 
-__all__ = ["Session", "SessionMemory"]
-
 
 class SessionMemory:
     """Remembers each session's dialogue in a store, one atomic write per turn.

@@ -32,13 +32,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Final
 
+from .._core.checks import require_number
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .operations import run, single
 from .store import StoredSession, check_meta, check_session_id, check_write
-
-__all__ = ["SQLiteStore"]
 
 #: The layout this module reads and writes, kept in the file's ``user_version``. Version 2
 #: added the ``checkpoints`` table (each checkpoint of a chain stored once, :mod:`.chains`);
@@ -145,17 +144,10 @@ class SQLiteStore:
                 "pass a file path, or use MemoryStore() for sessions that live in memory"
             )
             raise InvalidArgumentError(msg)
-        if (
-            not isinstance(timeout, (int, float))
-            or isinstance(timeout, bool)
-            or not timeout > 0
-            or timeout == float("inf")
-        ):
-            msg = (
-                f"SQLiteStore: timeout={timeout!r} must be a number of seconds > 0; "
-                "pass how long a write may wait for another writer, e.g. 5.0"
-            )
-            raise InvalidArgumentError(msg)
+        wait = "pass how long a write may wait for another writer, e.g. 5.0"
+        require_number(
+            "SQLiteStore", "timeout", timeout, minimum=0, above=True, unit="seconds", fix=wait
+        )
         self._path = name
         self._timeout = float(timeout)
         self._local = threading.local()

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
@@ -46,8 +46,6 @@ from .._core.checks import argument_error, require_int
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, InvalidComponentError
 from .._formats.serialize import component_from_record, component_to_record
-
-__all__ = ["MAX_SESSION_ID_LENGTH", "SessionStore", "StoredSession"]
 
 #: The longest session id (and metadata key) a store accepts, in characters.
 MAX_SESSION_ID_LENGTH: Final = 200
@@ -314,12 +312,21 @@ def load_record(text: str | bytes) -> Component:
     Raises:
         InvalidComponentError: When the text is not such a record.
     """
+    return component_from_record(stored_object(text, "stored component"))
+
+
+def stored_object(text: str | bytes, what: str) -> dict[str, Any]:
+    """Return the JSON object ``text`` holds; an error names it as ``what`` (``"stored record"``).
+
+    Raises:
+        InvalidComponentError: When the text is not valid JSON or not an object.
+    """
     try:
         record = json.loads(text)
     except ValueError as exc:
-        msg = f"stored component {text[:80]!r} is not valid JSON ({exc})"
+        msg = f"{what} {text[:80]!r} is not valid JSON ({exc})"
         raise InvalidComponentError(msg) from exc
     if not isinstance(record, dict):
-        msg = f"stored component {text[:80]!r} is not a JSON object"
+        msg = f"{what} {text[:80]!r} is not a JSON object"
         raise InvalidComponentError(msg)
-    return component_from_record(record)
+    return record

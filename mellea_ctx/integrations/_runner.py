@@ -35,8 +35,6 @@ from mellea_ctx import (
 from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
 from mellea_ctx._core.tools import Tool
 
-__all__ = ["PairCompaction", "context_of", "definitions_tokens", "overhead"]
-
 T = TypeVar("T")
 
 

@@ -18,8 +18,6 @@ from ..files import body_units
 from ..locate import array_labels
 from .read import read_turns
 
-__all__ = ["looks_anthropic", "parse_anthropic", "units"]
-
 #: Content block types only the Anthropic Messages API has.
 _ANTHROPIC_BLOCKS: Final = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}

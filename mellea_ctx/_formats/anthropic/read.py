@@ -36,8 +36,6 @@ from ..reading import invalid, other_keys
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["from_anthropic", "read_turns"]
-
 PROVIDER: Final = "anthropic"
 
 

@@ -21,13 +21,6 @@ from ..._core import parts as pt
 from ..._core.components import Component, ModelOutputThunk, ToolCall, ToolMessage
 from ..notes import carried_keys, note, report_losses, writable
 
-__all__ = [
-    "anthropic_document",
-    "anthropic_id",
-    "to_anthropic",
-    "tool_references_text",
-]
-
 #: The pattern Anthropic requires of ``tool_use`` ids.
 TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")
 _SYSTEM_ROLES: Final = ("system", "developer")

@@ -13,10 +13,8 @@ from typing import Any
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
-from ..files import body_units
+from ..files import body_units, named
 from . import _read, to_gemini
-
-__all__ = ["detect", "read", "units", "write"]
 
 
 def detect(data: object) -> bool:
@@ -33,18 +31,16 @@ def read(
 ) -> tuple[list[Component], list[str], dict[str, Any] | None]:
     """Return the components, a location per component, and the body around them (if any)."""
     body = dict(data) if isinstance(data, Mapping) else None
-    try:
-        contents = body.get("contents") if body is not None else data
-        if not isinstance(contents, list):
-            msg = f"{source}: a Gemini transcript is a body with a 'contents' list"
-            raise InvalidContextError(msg)
-        system = body.get("systemInstruction") if body is not None else None
+    contents = body.get("contents") if body is not None else data
+    if not isinstance(contents, list):
+        msg = f"{source}: a Gemini transcript is a body with a 'contents' list"
+        raise InvalidContextError(msg)
+    system = body.get("systemInstruction") if body is not None else None
+    with named(source):
         components, starts = _read(contents, system)
-        if system is not None:  # the system prompt is no content: it has no index
-            starts = [-1, *starts[1:]]
-        labels = [f"content {s}" if s >= 0 else "systemInstruction" for s in starts]
-    except InvalidContextError as exc:
-        raise InvalidContextError(f"{source} {exc}") from exc
+    if system is not None:  # the system prompt is no content: it has no index
+        starts = [-1, *starts[1:]]
+    labels = [f"content {s}" if s >= 0 else "systemInstruction" for s in starts]
     return components, labels, body
 
 

@@ -17,8 +17,6 @@ from ..._core.components import Component
 from ..._core.reprs import short_repr
 from . import CONTENT_FIELDS, DATA_FIELDS, INNER_FIELDS, PART_FIELDS
 
-__all__ = ["contents_problems", "system_problems", "validate_gemini"]
-
 _DATA: Final = DATA_FIELDS
 #: Fields whose value has one JSON type, by the object that holds them (google-genai's types).
 _TYPES: Final[dict[str, dict[str, tuple[type, ...]]]] = {

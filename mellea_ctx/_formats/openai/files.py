@@ -19,8 +19,6 @@ from ..files import Format, Transcript, body_units, loads, unreadable
 from ..locate import array_labels
 from .read import parse_message
 
-__all__ = ["detect", "parse_body", "parse_text", "read", "text_format", "units"]
-
 
 def text_format(text: str, suffix: str) -> Format:
     """The file format a file's name and text show: ``"jsonl"`` or ``"json"``."""

@@ -23,8 +23,6 @@ from ..._core.reprs import short_repr
 from ..notes import with_notes
 from ..reading import invalid, other_keys
 
-__all__ = ["OPENAI_ROLES", "from_openai", "parse_message"]
-
 #: The roles a Chat Completions message may have here.
 OPENAI_ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 #: Message keys that carry the model's reasoning on compatible servers.

@@ -24,8 +24,6 @@ from ..._core.exceptions import InvalidComponentError
 from ..notes import carried_keys, note, report_losses, writable
 from .read import REASONING_KEYS
 
-__all__ = ["DEFINED", "REFUSED", "to_openai"]
-
 _ANTHROPIC_BLOCK: Final = frozenset({"cache_control", "citations", "toolset_name", "caller"})
 _GEMINI_PART: Final = frozenset(
     {"thoughtSignature", "thought", "videoMetadata", "partMetadata", "mediaResolution"}

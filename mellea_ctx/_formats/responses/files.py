@@ -14,10 +14,8 @@ from typing import Any, Final
 
 from ..._core.components import Component
 from ..._core.exceptions import InvalidContextError
-from ..files import body_units
+from ..files import body_units, named
 from . import CALLS, OUTPUTS, _read, to_responses
-
-__all__ = ["detect", "read", "units", "write"]
 
 #: Item types that only the Responses API has (a Chat Completions message has no ``type``).
 _ITEM_TYPES: Final = frozenset(
@@ -67,10 +65,9 @@ def read(
 ) -> tuple[list[Component], list[str], dict[str, Any] | None]:
     """Return the components, a location per component, and the body around them (if any)."""
     body = dict(data) if isinstance(data, Mapping) else None
-    try:
-        components, starts = _read(_input(data, source))
-    except InvalidContextError as exc:
-        raise InvalidContextError(f"{source} {exc}") from exc
+    items = _input(data, source)
+    with named(source):
+        components, starts = _read(items)
     return components, [f"item {start}" for start in starts], body
 
 

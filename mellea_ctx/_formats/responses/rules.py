@@ -14,8 +14,6 @@ from ..._core.components import Component
 from ..._core.reprs import short_repr
 from . import CALLS, ITEM_FIELDS, OUTPUTS, PART_FIELDS
 
-__all__ = ["item_problems", "validate_responses"]
-
 #: Content part types each message role takes, and the field each one must hold as a string.
 _INPUT_PARTS: Final = {"input_text": "text", "input_image": None, "input_file": None}
 _ASSISTANT_PARTS: Final = {"output_text": "text", "refusal": "refusal"}
