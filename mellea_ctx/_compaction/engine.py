@@ -17,7 +17,7 @@ import asyncio
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +42,11 @@ from .._core.exceptions import (
 )
 from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
 from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries
-from .._core.protocols import Backend
+from .._core.protocols import Backend, CompactCall, Steps, inline_backoff
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
 from .._formats.quoted import quote
+from .backoff import backed_off
 from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import fill_template
@@ -56,7 +57,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["Engine", "Failed"]
+__all__ = ["Engine", "Failed", "Summary"]
 
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
@@ -188,51 +189,39 @@ class Engine:
         record is reported.
         """
         with compaction_span(self.owner):  # a span when OpenTelemetry is configured
-            return await self._bounded_replace(
-                ctx, p, k, backend, target=target, instructions=instructions
-            )
-
-    async def _bounded_replace(
-        self,
-        ctx: ChatContext,
-        p: int,
-        k: int,
-        backend: Backend | None,
-        *,
-        target: int | None = None,
-        instructions: str | None = None,
-    ) -> ChatContext | Failed:
-        started = time.perf_counter()
-        chosen = self.backend_for(backend)
-        attempts = [0]
-        # What the step reports waits here until it is known to count: a step
-        # that is timed out or cancelled (even after it finished) reports nothing.
-        pending: list[CompactionRecord] = []
-        token = _deferred.set(pending)  # seen by the step's own task
-        try:
-            outcome = await bounded(
-                lambda: self._replace(ctx, p, k, chosen, target, instructions, started, attempts),
-                self.settings.timeout,
-                f"{self.owner}: the summary",
-            )
-        except CompactionTimeoutError as exc:
+            started = time.perf_counter()
+            chosen = self.backend_for(backend)
+            attempts = [0]
+            # What the step reports waits here until it is known to count: a step
+            # that is timed out or cancelled (even after it finished) reports nothing.
+            pending: list[CompactionRecord] = []
+            token = _deferred.set(pending)  # seen by the step's own task
+            try:
+                outcome = await bounded(
+                    lambda: self._replace(
+                        ctx, p, k, chosen, target, instructions, started, attempts
+                    ),
+                    self.settings.timeout,
+                    f"{self.owner}: the summary",
+                )
+            except CompactionTimeoutError as exc:
+                _deferred.reset(token)
+                return self.fail(ctx, exc, started, target, attempts[0], outcome="timed_out")
+            except asyncio.CancelledError:
+                _deferred.reset(token)
+                self.record(
+                    ctx,
+                    "cancelled",
+                    "the compaction was cancelled",
+                    target=target,
+                    seconds=_since(started),
+                    attempts=attempts[0],
+                )
+                raise
             _deferred.reset(token)
-            return self.fail(ctx, exc, started, target, attempts[0], outcome="timed_out")
-        except asyncio.CancelledError:
-            _deferred.reset(token)
-            self.record(
-                ctx,
-                "cancelled",
-                "the compaction was cancelled",
-                target=target,
-                seconds=_since(started),
-                attempts=attempts[0],
-            )
-            raise
-        _deferred.reset(token)
-        for record in pending:
-            self.report(record)
-        return outcome
+            for record in pending:
+                self.report(record)
+            return outcome
 
     async def _replace(
         self,
@@ -417,7 +406,11 @@ class Engine:
         return Failed(ctx, error)
 
     def settle(self, outcome: ChatContext | Failed) -> ChatContext:
-        """Turn a failure into the strict error or a warning; runs in the caller's frame."""
+        """Turn a failure into the strict error or a warning, pointed at the caller's line.
+
+        Called by :class:`Summary`'s ``run`` / ``arun``, which the compactor's
+        ``compact`` / ``acompact`` drives.
+        """
         if not isinstance(outcome, Failed):
             return outcome
         if self.settings.strict:
@@ -425,9 +418,21 @@ class Engine:
         warnings.warn(
             f"{self.owner}: compaction failed and the context was left as it was: {outcome.error}",
             CompactionWarning,
-            stacklevel=3,
+            stacklevel=5,  # settle, the effect's run, the driver, compact: the caller's line
         )
         return outcome.ctx
+
+    def steps(
+        self, call: CompactCall, p: int, k: int, *, target: int | None = None, backoff_adds: int
+    ) -> Steps:
+        """The steps of summarizing ``call.ctx[p:k]``, for both summarizing compactors.
+
+        One :class:`Summary` effect; riding inline (:func:`inline_backoff`), a
+        model call that left ``ctx`` as it was starts a failure backoff of
+        ``backoff_adds`` adds (an ``acompact``, or a call of your own, never does).
+        """
+        result = yield Summary(self, call, p, k, target)
+        return backed_off(result, call.ctx, inline_backoff(backoff_adds))
 
     def run_sync(
         self, ctx: ChatContext, make: Any, target: int | None = None
@@ -451,6 +456,38 @@ class Engine:
             return self.fail(ctx, exc, started, target, outcome="timed_out")
         _abandoned.reset(token)
         return result
+
+
+@attrs.define(frozen=True, slots=True)
+class Summary:
+    """The effect of summarizing ``call.ctx[p:k]`` into one checkpoint (see :meth:`Engine.replace`).
+
+    ``run`` waits for it from blocking code (:meth:`Engine.run_sync`), ``arun``
+    awaits it; both settle a failure (the strict error, or a warning) and give
+    the new context, or ``ctx`` itself.
+    """
+
+    engine: Engine
+    call: CompactCall
+    p: int
+    k: int
+    target: int | None = None
+
+    def _replace(self) -> Awaitable[ChatContext | Failed]:
+        call = self.call
+        ctx, backend, instructions = call.ctx, call.backend, call.instructions
+        return self.engine.replace(
+            ctx, self.p, self.k, backend, target=self.target, instructions=instructions
+        )
+
+    def run(self) -> ChatContext:
+        """The summary, blocking (safe inside a running loop)."""
+        engine = self.engine
+        return engine.settle(engine.run_sync(self.call.ctx, self._replace, self.target))
+
+    async def arun(self) -> ChatContext:
+        """The summary, awaited."""
+        return self.engine.settle(await self._replace())
 
 
 # The least room a summary is left when the ledger fills the checkpoint's size.

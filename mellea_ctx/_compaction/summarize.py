@@ -29,8 +29,8 @@ from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_int
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend, inline_backoff
-from .backoff import backed_off, validate_backoff
+from .._core.protocols import Backend, BaseCompactor, CompactCall, Steps
+from .backoff import validate_backoff
 from .continuation import Request
 from .effort import with_reasoning_effort
 from .engine import Engine
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["LLMSummarizeCompactor"]
 
 
-class LLMSummarizeCompactor:
+class LLMSummarizeCompactor(BaseCompactor):
     """Replace older body components with one model-written checkpoint; keep the last ``keep_n``.
 
     The pinned prefix (by default the system prompt: mellea's default pins
@@ -166,59 +166,22 @@ class LLMSummarizeCompactor:
             return p, p  # only the previous checkpoint: nothing new to fold in
         return p, k
 
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with its older body summarized into a checkpoint (async).
+    def steps(self, call: CompactCall) -> ChatContext | Steps:
+        """Summarize ``call.ctx``'s older body into a checkpoint (the step ``compact`` runs).
 
-        Returns ``ctx`` itself when there is nothing to summarize, when the
-        summary is not smaller than what it would replace, or (unless
-        ``strict``) when the backend fails. ``instructions`` is a focus the
-        summary should keep (the model's own request, when it asked to compact).
-        ``force`` changes nothing: this compactor has no trigger of its own.
+        ``compact`` / ``acompact`` return ``ctx`` itself when there is nothing
+        to summarize, when the summary is not smaller than what it would
+        replace, or (unless ``strict``) when the backend fails. ``instructions``
+        is a focus the summary should keep (the model's own request, when it
+        asked to compact). ``force`` changes nothing: this compactor has no
+        trigger of its own. Behind a :class:`~mellea_ctx.ThresholdCompactor`
+        riding inline, a model call that leaves ``ctx`` unchanged starts a
+        failure backoff of ``backoff_adds`` adds; a call of your own never does.
         """
-        p, k = self.span(ctx)
+        p, k = self.span(call.ctx)
         if k <= p:
-            return ctx
-        outcome = await self._engine.replace(ctx, p, k, backend, instructions=instructions)
-        return self._engine.settle(outcome)
-
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with its older body summarized (blocking; safe inside a running loop).
-
-        Behind a :class:`~mellea_ctx.ThresholdCompactor` riding inline, a model
-        call that leaves ``ctx`` unchanged starts a failure backoff of
-        ``backoff_adds`` adds; a call of your own never does.
-        """
-        return self._run(ctx, backend, instructions, backoff_adds=inline_backoff(self.backoff_adds))
-
-    def _run(
-        self,
-        ctx: ChatContext,
-        backend: Backend | None,
-        instructions: str | None,
-        *,
-        backoff_adds: int,
-    ) -> ChatContext:
-        p, k = self.span(ctx)
-        if k <= p:
-            return ctx
-        outcome = self._engine.run_sync(
-            ctx, lambda: self._engine.replace(ctx, p, k, backend, instructions=instructions)
-        )
-        return backed_off(self._engine.settle(outcome), ctx, backoff_adds)
+            return call.ctx
+        return self._engine.steps(call, p, k, backoff_adds=self.backoff_adds)
 
     def __repr__(self) -> str:
         return (

@@ -18,10 +18,10 @@ from .._core.checkpoint import Checkpoint
 from .._core.checks import require_choice, require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend, InlineCompactor, inline_backoff
+from .._core.protocols import Backend, CompactCall, InlineCompactor, Steps
 from .._core.tokens import count_all, count_memoized
 from .._core.tool_tokens import request_overhead
-from .backoff import backed_off, validate_backoff
+from .backoff import validate_backoff
 from .budget import Window, resolve_budget
 from .continuation import Request
 from .effort import with_reasoning_effort
@@ -261,73 +261,23 @@ class TokenBudgetCompactor(InlineCompactor):
             pin=self.settings.pin_predicate,
         )
 
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` compacted if it is past ``max_tokens`` (or ``force``), else ``ctx``."""
-        planned = self._plan(ctx, force)
-        if planned is None:
-            return ctx
-        p, k = planned
-        outcome = await self._engine.replace(
-            ctx, p, k, backend, target=self.target_tokens, instructions=instructions
-        )
-        return self._engine.settle(outcome)
+    def steps(self, call: CompactCall) -> ChatContext | Steps:
+        """Summarize ``call.ctx`` past ``max_tokens``, or ``force`` (the step ``compact`` runs).
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Blocking form of :meth:`acompact` (safe inside a running loop).
-
-        Riding inline (``ChatContext.add``), a model call that leaves ``ctx``
+        ``compact`` / ``acompact`` return ``ctx`` itself when it is not due,
+        when the span is empty (recorded as ``skipped``), when the summary is
+        not smaller, or (unless ``strict``) when the backend fails. Riding
+        inline (``ChatContext.add``), a model call that leaves ``ctx``
         unchanged starts a failure backoff of ``backoff_adds`` adds; a call of
         your own never does.
         """
-        adds = inline_backoff(self.backoff_adds)
-        return self._run(ctx, backend, force, instructions, backoff_adds=adds)
-
-    def _run(
-        self,
-        ctx: ChatContext,
-        backend: Backend | None,
-        force: bool,
-        instructions: str | None,
-        *,
-        backoff_adds: int,
-    ) -> ChatContext:
-        planned = self._plan(ctx, force)
-        if planned is None:
-            return ctx
-        p, k = planned
-        target = self.target_tokens
-        outcome = self._engine.run_sync(
-            ctx,
-            lambda: self._engine.replace(
-                ctx, p, k, backend, target=target, instructions=instructions
-            ),
-            target,
-        )
-        return backed_off(self._engine.settle(outcome), ctx, backoff_adds)
-
-    def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int] | None:
-        """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
-        if not (force or self.due(ctx)):
-            return None
+        ctx = call.ctx
         p, k, reason = self.span(ctx)
         if k <= p:
             self._engine.record(ctx, "skipped", reason, target=self.target_tokens)
-            return None
-        return p, k
+            return ctx
+        target = self.target_tokens
+        return self._engine.steps(call, p, k, target=target, backoff_adds=self.backoff_adds)
 
     def __repr__(self) -> str:
         return (
