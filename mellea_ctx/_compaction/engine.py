@@ -29,6 +29,7 @@ from .._backends.telemetry import (
     model_call_span,
     observe_retry,
 )
+from .._core.boundaries import prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component, Message, ModelOutputThunk
 from .._core.exceptions import (
@@ -42,6 +43,7 @@ from .._core.exceptions import (
 )
 from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
 from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries
+from .._core.pins import PinPredicate
 from .._core.protocols import Backend, CompactCall, Steps, inline_backoff
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
@@ -57,7 +59,7 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .._core.context import ChatContext
 
-__all__ = ["Engine", "Failed", "Summary"]
+__all__ = ["Engine", "Failed", "Summary", "span_start"]
 
 _RETRY_BASE_SECONDS = 0.5
 _RETRY_CAP_SECONDS = 8.0
@@ -257,40 +259,32 @@ class Engine:
         counter = ctx.counter
         span_tokens = count_all(counter, span)
         checkpoint_tokens = count_memoized(counter, checkpoint)
-        if checkpoint_tokens >= span_tokens:
+        applied = checkpoint_tokens < span_tokens
+        result = ctx.replace_span(p, k, (checkpoint,)) if applied else ctx
+        if applied:
+            outcome: Outcome = "applied"
+            reason = ""
+            after = {"components_after": len(result), "tokens_after": result.token_count}
+            after["removed"] = len(span)
+        else:
+            outcome = "skipped"
             reason = (
                 f"the checkpoint ({checkpoint_tokens} tokens) is not smaller than the "
                 f"{len(span)} components it would replace ({span_tokens} tokens)"
             )
-            self.record(
-                ctx,
-                "skipped",
-                reason,
-                target=target,
-                seconds=_since(started),
-                facts_checked=tuple(facts),
-                facts_carried=tuple(lost),
-                attempts=attempts[0],
-                ledger_omitted=omitted,
-                details_dropped=dropped,
-            )
-            return ctx
-        result = ctx.replace_span(p, k, (checkpoint,))
-        tokens_after = result.token_count
+            after = {}
         self.record(
             ctx,
-            "applied",
-            "",
+            outcome,
+            reason,
             target=target,
-            components_after=len(result),
-            tokens_after=tokens_after,
-            removed=len(span),
             seconds=_since(started),
             facts_checked=tuple(facts),
             facts_carried=tuple(lost),
             attempts=attempts[0],
             ledger_omitted=omitted,
             details_dropped=dropped,
+            **after,
         )
         return result
 
@@ -506,6 +500,23 @@ class _Plan:
     shown: tuple[str, ...]
     omitted: tuple[LedgerEntry, ...]
     options: Mapping[str, Any]
+
+
+def span_start(
+    ctx: ChatContext, items: Sequence[Component], pin: PinPredicate
+) -> tuple[int, list[bool] | None, int | None]:
+    """Where a summary's span may start (the pinned prefix's end), for both summarizing compactors.
+
+    Also the safe-cut table the span's end is chosen with (``None``: a cut is
+    unsafe exactly before a tool result) and the running thinking loop's
+    start (:func:`~mellea_ctx._core.boundaries.thinking_loop_start`). ``items``
+    is ``ctx`` or its list.
+    """
+    # A table once, rather than a trailing-loop scan per candidate cut, when a
+    # thinking loop is running (see boundaries.thinking_loop_start).
+    loop = thinking_loop_start(items)
+    table = safe_cut_table(items) if ctx.has_detached_results or loop is not None else None
+    return prefix_end(items, pin, table), table, loop
 
 
 def _replaced_count(span: Sequence[Component]) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
+from .._core.boundaries import is_safe_cut
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_int
 from .._core.pins import PinPredicate, pin_system
@@ -33,7 +33,7 @@ from .._core.protocols import Backend, BaseCompactor, CompactCall, Steps
 from .backoff import validate_backoff
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine
+from .engine import Engine, span_start
 from .records import RecordHook
 from .settings import Settings, validate_settings
 
@@ -151,11 +151,7 @@ class LLMSummarizeCompactor(BaseCompactor):
 
     def span(self, ctx: ChatContext) -> tuple[int, int]:
         """Return ``(p, k)``: the span ``items[p:k]`` to summarize (none when ``p == k``)."""
-        # A table once, rather than a trailing-loop scan per candidate cut, when a
-        # thinking loop is running (see boundaries.thinking_loop_start).
-        loop = thinking_loop_start(ctx)
-        table = safe_cut_table(ctx) if ctx.has_detached_results or loop is not None else None
-        p = prefix_end(ctx, self.settings.pin_predicate, table)
+        p, table, _loop = span_start(ctx, ctx, self.settings.pin_predicate)
         n = len(ctx)
         if n - p <= self.keep_n:
             return p, p

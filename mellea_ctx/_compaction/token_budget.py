@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
+from .._core.boundaries import is_safe_cut
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_choice, require_int
 from .._core.exceptions import InvalidArgumentError
@@ -25,7 +25,7 @@ from .backoff import validate_backoff
 from .budget import Window, resolve_budget
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine
+from .engine import Engine, span_start
 from .records import RecordHook
 from .settings import Settings, validate_settings
 
@@ -182,11 +182,7 @@ class TokenBudgetCompactor(InlineCompactor):
     def span(self, ctx: ChatContext) -> tuple[int, int, str]:
         """Return ``(p, k, reason)``: the span to summarize, or ``p == k`` and why not."""
         items = ctx.as_list()
-        # A table once, rather than a trailing-loop scan per candidate cut, when a
-        # thinking loop is running (see boundaries.thinking_loop_start).
-        loop = thinking_loop_start(items)
-        table = safe_cut_table(items) if ctx.has_detached_results or loop is not None else None
-        p = prefix_end(items, self.settings.pin_predicate, table)
+        p, table, loop = span_start(ctx, items, self.settings.pin_predicate)
         n = len(items)
 
         def turn_starts(opening: tuple[str, ...]) -> list[int]:
