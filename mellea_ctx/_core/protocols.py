@@ -10,7 +10,9 @@ Every compactor is called the same way, by :func:`compact_with` and
 request is too long, or the model asked) and ``instructions`` (a focus the
 summary should keep) reach any compactor whose ``compact`` / ``acompact``
 accepts them, ours and a user's alike; a compactor that accepts neither is
-called with ``backend`` alone.
+called with ``backend`` alone. Every built-in compactor's ``compact`` and
+``acompact`` are :class:`BaseCompactor`'s, written once (argument checks, the
+gate); each built-in supplies only its :meth:`BaseCompactor.steps`.
 """
 
 from __future__ import annotations
