@@ -96,16 +96,9 @@ class TokenBudgetCompactor(InlineCompactor):
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
-    ``preserve_facts``, ``keep_replaced`` and ``on_record`` are as for
-    :class:`LLMSummarizeCompactor`.
+    ``preserve_facts``, ``keep_replaced``, ``on_record`` and ``request``
+    are as for :class:`LLMSummarizeCompactor`.
 
-        request: How the summary is asked for. ``"quoted"`` (the default) sends
-            the span as a fresh prompt, billed in full. ``"continuation"`` sends
-            the context's own messages (and, inside ``react``, the tool
-            definitions of the agent's last request) and one final user turn
-            asking for the checkpoint, so a provider's prompt cache bills the
-            prefix as a cache read; it needs the summarizer to be the agent's own
-            model to hit that cache (see docs/summarization.md).
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
     """

@@ -312,15 +312,17 @@ def _context_type() -> type:
     return ChatContext
 
 
-def _checked(owner: str, ctx: object, backend: object, force: object, instructions: object) -> None:
+def _checked(
+    compactor: object, method: str, ctx: object, force: object, instructions: object
+) -> None:
     """The checks of a compaction's arguments, for every :class:`BaseCompactor`.
 
     ``backend`` is handed on as it is: a compactor that calls no model never
     reads it, and a model call refuses a backend it cannot call.
     """
-    plain = backend is None and force is False and instructions is None
-    if plain and isinstance(ctx, _context_type()):
-        return  # the call ChatContext.add makes: nothing more to check
+    if force is False and instructions is None and isinstance(ctx, _context_type()):
+        return  # the call ChatContext.add makes: nothing more to check, no message built
+    owner = f"{type(compactor).__name__}.{method}"
     require_instance(owner, "ctx", ctx, _context_type(), fix="pass the ChatContext to compact")
     require_bool(owner, "force", force, fix="pass True to run past the compactor's trigger")
     fix = "pass the focus the summary should keep as text, or None"
@@ -411,7 +413,7 @@ class BaseCompactor:
                 ``backend`` with no ``generate``, a ``force`` that is not a bool,
                 or ``instructions`` that are not text.
         """
-        _checked(f"{type(self).__name__}.compact", ctx, backend, force, instructions)
+        _checked(self, "compact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
             return ctx
@@ -428,7 +430,7 @@ class BaseCompactor:
         """Async form of :meth:`compact`: the same checks and gate, each effect awaited."""
         if not self._steps_are_compact:  # a compact of the subclass's own: no I/O to await
             return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
-        _checked(f"{type(self).__name__}.acompact", ctx, backend, force, instructions)
+        _checked(self, "acompact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
             return ctx
