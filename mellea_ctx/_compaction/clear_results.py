@@ -16,7 +16,7 @@ all eligible results at once (rather than one per turn).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
@@ -26,14 +26,13 @@ from .._core.cleared import ClearedToolResult
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import InlineCompactor
+from .._core.protocols import CompactCall, InlineCompactor
 from .._core.tokens import count_memoized
 from .records import Outcome, RecordHook, emit_record, record_between, wants_records
 from .window import validate_pin
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
-    from .._core.protocols import Backend
 
 
 def open_exchange_start(items: list[Component]) -> int:
@@ -71,8 +70,42 @@ def _names(value: Iterable[str] | str) -> frozenset[str]:
     return frozenset(value)
 
 
+class ClearingCompactor(InlineCompactor):
+    """The base of the compactors that clear tool results (:func:`apply_clearing`).
+
+    A subclass says which results to clear (``clearing``: index to note) and
+    has ``min_clear_tokens`` and ``on_record``; the clearing, its threshold
+    and its record are decided here, once.
+    """
+
+    __slots__ = ()
+
+    #: The record's strategy: the compactor's class name.
+    strategy: ClassVar[str]
+    min_clear_tokens: int
+    on_record: RecordHook | None
+
+    def clearing(self, ctx: ChatContext) -> Mapping[int, str | None]:
+        """Return the indices of the tool results to clear in ``ctx``, each with its note."""
+        raise NotImplementedError
+
+    def steps(self, call: CompactCall) -> ChatContext:
+        """Return ``ctx`` with :meth:`clearing`'s results cleared, or ``ctx`` when not worth it.
+
+        Returns a new context; ``ctx`` is not modified. ``backend``, ``force`` and
+        ``instructions`` are unused.
+        """
+        return apply_clearing(
+            call.ctx,
+            self.clearing(call.ctx),
+            min_tokens=self.min_clear_tokens,
+            strategy=self.strategy,
+            on_record=self.on_record,
+        )
+
+
 @attrs.define(frozen=True, slots=True)
-class ClearToolResultsCompactor(InlineCompactor):
+class ClearToolResultsCompactor(ClearingCompactor):
     """Replace the content of old tool results with short placeholders.
 
     The last ``keep_last`` tool results stay whole, and so do results in the
@@ -115,6 +148,7 @@ class ClearToolResultsCompactor(InlineCompactor):
         True
     """
 
+    strategy: ClassVar[str] = "ClearToolResultsCompactor"
     keep_last: int = 3
     min_clear_tokens: int = attrs.field(default=1_024, kw_only=True)
     keep_tools: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=_names)
@@ -147,26 +181,9 @@ class ClearToolResultsCompactor(InlineCompactor):
             if p <= i < stop and type(items[i]) is ToolMessage and names[i] not in self.keep_tools
         ]
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with old tool results cleared, or ``ctx`` itself when not worth it.
-
-        Returns a new context; ``ctx`` is not modified. ``backend``, ``force`` and
-        ``instructions`` are unused.
-        """
-        return apply_clearing(
-            ctx,
-            {index: None for index in self.clearable(ctx)},
-            min_tokens=self.min_clear_tokens,
-            strategy="ClearToolResultsCompactor",
-            on_record=self.on_record,
-        )
+    def clearing(self, ctx: ChatContext) -> dict[int, str | None]:
+        """Return what :meth:`ClearingCompactor.steps` clears: :meth:`clearable`, no notes."""
+        return dict.fromkeys(self.clearable(ctx))
 
 
 def _tool_names(items: Sequence[Component]) -> dict[int, str | None]:

@@ -17,7 +17,7 @@ import asyncio
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from .._backends.telemetry import (
     model_call_span,
     observe_retry,
 )
+from .._core.boundaries import prefix_end, safe_cut_table, thinking_loop_start
 from .._core.checkpoint import Checkpoint
 from .._core.components import Component, Message, ModelOutputThunk
 from .._core.exceptions import (
@@ -42,10 +43,12 @@ from .._core.exceptions import (
 )
 from .._core.facts import Fact, extract_facts, missing_facts, remember_checked
 from .._core.ledger import Ledger, LedgerEntry, derive_ledger, render_entries, updated_later
-from .._core.protocols import Backend
+from .._core.pins import PinPredicate
+from .._core.protocols import Backend, CompactCall, Steps, inline_backoff
 from .._core.tokens import count_all, count_memoized
 from .._core.tools import Tool
 from .._formats.quoted import quote
+from .backoff import backed_off
 from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import fill_template
@@ -189,54 +192,39 @@ class Engine:
         record is reported.
         """
         with compaction_span(self.owner):  # a span when OpenTelemetry is configured
-            return await self._bounded_replace(
-                ctx, p, k, backend, target=target, instructions=instructions, size=size
-            )
-
-    async def _bounded_replace(
-        self,
-        ctx: ChatContext,
-        p: int,
-        k: int,
-        backend: Backend | None,
-        *,
-        target: int | None = None,
-        instructions: str | None = None,
-        size: int | None = None,
-    ) -> ChatContext | Failed:
-        started = time.perf_counter()
-        chosen = self.backend_for(backend)
-        attempts = [0]
-        # What the step reports waits here until it is known to count: a step
-        # that is timed out or cancelled (even after it finished) reports nothing.
-        pending: list[CompactionRecord] = []
-        token = _deferred.set(pending)  # seen by the step's own task
-        try:
-            outcome = await bounded(
-                lambda: self._replace(
-                    ctx, p, k, chosen, target, instructions, started, attempts, size
-                ),
-                self.settings.timeout,
-                f"{self.owner}: the summary",
-            )
-        except CompactionTimeoutError as exc:
+            started = time.perf_counter()
+            chosen = self.backend_for(backend)
+            attempts = [0]
+            # What the step reports waits here until it is known to count: a step
+            # that is timed out or cancelled (even after it finished) reports nothing.
+            pending: list[CompactionRecord] = []
+            token = _deferred.set(pending)  # seen by the step's own task
+            try:
+                outcome = await bounded(
+                    lambda: self._replace(
+                        ctx, p, k, chosen, target, instructions, started, attempts, size
+                    ),
+                    self.settings.timeout,
+                    f"{self.owner}: the summary",
+                )
+            except CompactionTimeoutError as exc:
+                _deferred.reset(token)
+                return self.fail(ctx, exc, started, target, attempts[0], outcome="timed_out")
+            except asyncio.CancelledError:
+                _deferred.reset(token)
+                self.record(
+                    ctx,
+                    "cancelled",
+                    "the compaction was cancelled",
+                    target=target,
+                    seconds=_since(started),
+                    attempts=attempts[0],
+                )
+                raise
             _deferred.reset(token)
-            return self.fail(ctx, exc, started, target, attempts[0], outcome="timed_out")
-        except asyncio.CancelledError:
-            _deferred.reset(token)
-            self.record(
-                ctx,
-                "cancelled",
-                "the compaction was cancelled",
-                target=target,
-                seconds=_since(started),
-                attempts=attempts[0],
-            )
-            raise
-        _deferred.reset(token)
-        for record in pending:
-            self.report(record)
-        return outcome
+            for record in pending:
+                self.report(record)
+            return outcome
 
     async def _replace(
         self,
@@ -283,40 +271,32 @@ class Engine:
         counter = ctx.counter
         span_tokens = count_all(counter, span)
         checkpoint_tokens = count_memoized(counter, checkpoint)
-        if checkpoint_tokens >= span_tokens:
+        applied = checkpoint_tokens < span_tokens
+        result = ctx.replace_span(p, k, (checkpoint,)) if applied else ctx
+        if applied:
+            outcome: Outcome = "applied"
+            reason = ""
+            after = {"components_after": len(result), "tokens_after": result.token_count}
+            after["removed"] = len(span)
+        else:
+            outcome = "skipped"
             reason = (
                 f"the checkpoint ({checkpoint_tokens} tokens) is not smaller than the "
                 f"{len(span)} components it would replace ({span_tokens} tokens)"
             )
-            self.record(
-                ctx,
-                "skipped",
-                reason,
-                target=target,
-                seconds=_since(started),
-                facts_checked=tuple(facts),
-                facts_carried=tuple(lost),
-                attempts=attempts[0],
-                ledger_omitted=omitted,
-                details_dropped=dropped,
-            )
-            return ctx
-        result = ctx.replace_span(p, k, (checkpoint,))
-        tokens_after = result.token_count
+            after = {}
         self.record(
             ctx,
-            "applied",
-            "",
+            outcome,
+            reason,
             target=target,
-            components_after=len(result),
-            tokens_after=tokens_after,
-            removed=len(span),
             seconds=_since(started),
             facts_checked=tuple(facts),
             facts_carried=tuple(lost),
             attempts=attempts[0],
             ledger_omitted=omitted,
             details_dropped=dropped,
+            **after,
         )
         return result
 
@@ -432,7 +412,11 @@ class Engine:
         return Failed(ctx, error)
 
     def settle(self, outcome: ChatContext | Failed) -> ChatContext:
-        """Turn a failure into the strict error or a warning; runs in the caller's frame."""
+        """Turn a failure into the strict error or a warning, pointed at the caller's line.
+
+        Called by :class:`Summary`'s ``run`` / ``arun``, which the compactor's
+        ``compact`` / ``acompact`` drives.
+        """
         if not isinstance(outcome, Failed):
             return outcome
         if self.settings.strict:
@@ -440,9 +424,29 @@ class Engine:
         warnings.warn(
             f"{self.owner}: compaction failed and the context was left as it was: {outcome.error}",
             CompactionWarning,
-            stacklevel=3,
+            stacklevel=5,  # settle, the effect's run, the driver, compact: the caller's line
         )
         return outcome.ctx
+
+    def steps(
+        self,
+        call: CompactCall,
+        p: int,
+        k: int,
+        *,
+        target: int | None = None,
+        backoff_adds: int,
+        size: int | None = None,
+    ) -> Steps:
+        """The steps of summarizing ``call.ctx[p:k]``, for both summarizing compactors.
+
+        One :class:`Summary` effect (``size``: the checkpoint's, as for
+        :meth:`replace`); riding inline (:func:`inline_backoff`), a model call
+        that left ``ctx`` as it was starts a failure backoff of
+        ``backoff_adds`` adds (an ``acompact``, or a call of your own, never does).
+        """
+        result = yield Summary(self, call, p, k, target, size)
+        return backed_off(result, call.ctx, inline_backoff(backoff_adds))
 
     def run_sync(
         self, ctx: ChatContext, make: Any, target: int | None = None
@@ -468,6 +472,45 @@ class Engine:
         return result
 
 
+@attrs.define(frozen=True, slots=True)
+class Summary:
+    """The effect of summarizing ``call.ctx[p:k]`` into one checkpoint (see :meth:`Engine.replace`).
+
+    ``run`` waits for it from blocking code (:meth:`Engine.run_sync`), ``arun``
+    awaits it; both settle a failure (the strict error, or a warning) and give
+    the new context, or ``ctx`` itself.
+    """
+
+    engine: Engine
+    call: CompactCall
+    p: int
+    k: int
+    target: int | None = None
+    size: int | None = None
+
+    def _replace(self) -> Awaitable[ChatContext | Failed]:
+        call = self.call
+        ctx, backend, instructions = call.ctx, call.backend, call.instructions
+        return self.engine.replace(
+            ctx,
+            self.p,
+            self.k,
+            backend,
+            target=self.target,
+            instructions=instructions,
+            size=self.size,
+        )
+
+    def run(self) -> ChatContext:
+        """The summary, blocking (safe inside a running loop)."""
+        engine = self.engine
+        return engine.settle(engine.run_sync(self.call.ctx, self._replace, self.target))
+
+    async def arun(self) -> ChatContext:
+        """The summary, awaited."""
+        return self.engine.settle(await self._replace())
+
+
 # The least room a summary is left when the ledger fills the checkpoint's size.
 _MIN_SUMMARY = 10
 # The share of the room the ledger's history may fill (the rest of the ledger may take it all).
@@ -484,6 +527,23 @@ class _Plan:
     shown: tuple[str, ...]
     omitted: tuple[LedgerEntry, ...]
     options: Mapping[str, Any]
+
+
+def span_start(
+    ctx: ChatContext, items: Sequence[Component], pin: PinPredicate
+) -> tuple[int, list[bool] | None, int | None]:
+    """Where a summary's span may start (the pinned prefix's end), for both summarizing compactors.
+
+    Also the safe-cut table the span's end is chosen with (``None``: a cut is
+    unsafe exactly before a tool result) and the running thinking loop's
+    start (:func:`~mellea_ctx._core.boundaries.thinking_loop_start`). ``items``
+    is ``ctx`` or its list.
+    """
+    # A table once, rather than a trailing-loop scan per candidate cut, when a
+    # thinking loop is running (see boundaries.thinking_loop_start).
+    loop = thinking_loop_start(items)
+    table = safe_cut_table(items) if ctx.has_detached_results or loop is not None else None
+    return prefix_end(items, pin, table), table, loop
 
 
 def _replaced_count(span: Sequence[Component]) -> int:

@@ -25,15 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
+from .._core.boundaries import is_safe_cut
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_int
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend, inline_backoff
-from .backoff import backed_off, validate_backoff
+from .._core.protocols import Backend, BaseCompactor, CompactCall, Steps
+from .backoff import validate_backoff
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine
+from .engine import Engine, span_start
 from .records import RecordHook
 from .settings import Settings, validate_settings
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .._core.context import ChatContext
 
 
-class LLMSummarizeCompactor:
+class LLMSummarizeCompactor(BaseCompactor):
     """Replace older body components with one model-written checkpoint; keep the last ``keep_n``.
 
     The pinned prefix (by default the system prompt: mellea's default pins
@@ -149,11 +149,7 @@ class LLMSummarizeCompactor:
 
     def span(self, ctx: ChatContext) -> tuple[int, int]:
         """Return ``(p, k)``: the span ``items[p:k]`` to summarize (none when ``p == k``)."""
-        # A table once, rather than a trailing-loop scan per candidate cut, when a
-        # thinking loop is running (see boundaries.thinking_loop_start).
-        loop = thinking_loop_start(ctx)
-        table = safe_cut_table(ctx) if ctx.has_detached_results or loop is not None else None
-        p = prefix_end(ctx, self.settings.pin_predicate, table)
+        p, table, _loop = span_start(ctx, ctx, self.settings.pin_predicate)
         n = len(ctx)
         if n - p <= self.keep_n:
             return p, p
@@ -164,59 +160,22 @@ class LLMSummarizeCompactor:
             return p, p  # only the previous checkpoint: nothing new to fold in
         return p, k
 
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with its older body summarized into a checkpoint (async).
+    def steps(self, call: CompactCall) -> ChatContext | Steps:
+        """Summarize ``call.ctx``'s older body into a checkpoint (the step ``compact`` runs).
 
-        Returns ``ctx`` itself when there is nothing to summarize, when the
-        summary is not smaller than what it would replace, or (unless
-        ``strict``) when the backend fails. ``instructions`` is a focus the
-        summary should keep (the model's own request, when it asked to compact).
-        ``force`` changes nothing: this compactor has no trigger of its own.
+        ``compact`` / ``acompact`` return ``ctx`` itself when there is nothing
+        to summarize, when the summary is not smaller than what it would
+        replace, or (unless ``strict``) when the backend fails. ``instructions``
+        is a focus the summary should keep (the model's own request, when it
+        asked to compact). ``force`` changes nothing: this compactor has no
+        trigger of its own. Behind a :class:`~mellea_ctx.ThresholdCompactor`
+        riding inline, a model call that leaves ``ctx`` unchanged starts a
+        failure backoff of ``backoff_adds`` adds; a call of your own never does.
         """
-        p, k = self.span(ctx)
+        p, k = self.span(call.ctx)
         if k <= p:
-            return ctx
-        outcome = await self._engine.replace(ctx, p, k, backend, instructions=instructions)
-        return self._engine.settle(outcome)
-
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with its older body summarized (blocking; safe inside a running loop).
-
-        Behind a :class:`~mellea_ctx.ThresholdCompactor` riding inline, a model
-        call that leaves ``ctx`` unchanged starts a failure backoff of
-        ``backoff_adds`` adds; a call of your own never does.
-        """
-        return self._run(ctx, backend, instructions, backoff_adds=inline_backoff(self.backoff_adds))
-
-    def _run(
-        self,
-        ctx: ChatContext,
-        backend: Backend | None,
-        instructions: str | None,
-        *,
-        backoff_adds: int,
-    ) -> ChatContext:
-        p, k = self.span(ctx)
-        if k <= p:
-            return ctx
-        outcome = self._engine.run_sync(
-            ctx, lambda: self._engine.replace(ctx, p, k, backend, instructions=instructions)
-        )
-        return backed_off(self._engine.settle(outcome), ctx, backoff_adds)
+            return call.ctx
+        return self._engine.steps(call, p, k, backoff_adds=self.backoff_adds)
 
     def __repr__(self) -> str:
         return (

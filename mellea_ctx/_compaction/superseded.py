@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 from pyrsistent import PMap, pmap
@@ -23,14 +23,12 @@ from .._core.checks import require_callable, require_int
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import InlineCompactor
-from .clear_results import apply_clearing, open_exchange_start
+from .clear_results import ClearingCompactor, open_exchange_start
 from .records import RecordHook
 from .window import validate_pin
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
-    from .._core.protocols import Backend
 
 
 def _reads(value: object) -> PMap[str, str]:
@@ -55,7 +53,7 @@ def _target(arguments: str, key: str) -> str | None:
 
 
 @attrs.define(frozen=True, slots=True)
-class SupersededReadsCompactor(InlineCompactor):
+class SupersededReadsCompactor(ClearingCompactor):
     """Clear the results of reads that a later read of the same file supersedes.
 
     A read is a call of a tool named in ``reads``; the file is the argument
@@ -86,6 +84,7 @@ class SupersededReadsCompactor(InlineCompactor):
         True
     """
 
+    strategy: ClassVar[str] = "SupersededReadsCompactor"
     reads: PMap[str, str] = attrs.field(
         factory=lambda: pmap({"read_file": "path"}), converter=_reads
     )
@@ -128,24 +127,6 @@ class SupersededReadsCompactor(InlineCompactor):
                 notes[index] = f"{target!r} was read again later (call {later}); see that result."
         return notes
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` with superseded reads cleared, or ``ctx`` itself when not worth it.
-
-        Returns a new context; ``ctx`` is not modified. ``backend``, ``force`` and
-        ``instructions`` are unused.
-        """
-        notes = self.superseded(ctx.as_list())
-        return apply_clearing(
-            ctx,
-            dict(sorted(notes.items())),
-            min_tokens=self.min_clear_tokens,
-            strategy="SupersededReadsCompactor",
-            on_record=self.on_record,
-        )
+    def clearing(self, ctx: ChatContext) -> dict[int, str]:
+        """Return what :meth:`ClearingCompactor.steps` clears: :meth:`superseded`, in order."""
+        return dict(sorted(self.superseded(ctx.as_list()).items()))

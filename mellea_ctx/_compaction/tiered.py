@@ -14,25 +14,20 @@ One :class:`~mellea_ctx.CompactionRecord` says which tier's result was kept
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+import attrs
 
 from .._core.checks import require_callable, require_int, require_method
 from .._core.exceptions import InvalidArgumentError
-from .._core.protocols import (
-    Compactor,
-    InlineCompactor,
-    acompact_with,
-    compact_with,
-    outside_inline,
-)
+from .._core.protocols import CompactCall, Compaction, Compactor, InlineCompactor, Steps
 from .._core.tool_tokens import request_overhead
 from .budget import Window, resolve_budget
 from .records import Outcome, RecordHook, emit_record, record_between
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
-    from .._core.protocols import Backend
     from .planner import CompactionPlanner
 
 
@@ -144,71 +139,22 @@ class TieredCompactor(InlineCompactor):
             pin=getattr(settings, "pin_predicate", None),
         )
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` compacted by the first tier that reaches the target, or ``ctx``.
+    def steps(self, call: CompactCall) -> Steps:
+        """The tier loop (past ``max_tokens``, or ``force``: :class:`~mellea_ctx.BaseCompactor`).
 
-        Returns a new context; ``ctx`` is not modified. ``instructions`` (a
-        focus) reaches every tier that takes it.
+        Each tier runs forced, on what the previous one left, outside the
+        inline backoff; ``instructions`` (a focus) reaches every tier that
+        takes it, and ``acompact`` awaits each tier's ``acompact`` when it has
+        one. Returns a new context (or ``ctx``); ``ctx`` is not modified.
         """
-        if not (force or self.due(ctx)):
-            return ctx
-        steps = self._steps(ctx, force)
-        with outside_inline():
-            try:
-                tier, current = next(steps)
-                while True:
-                    result = compact_with(
-                        tier, current, backend=backend, force=True, instructions=instructions
-                    )
-                    tier, current = steps.send(result)
-            except StopIteration as done:
-                settled: ChatContext = done.value
-        return settled
-
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Async form of :meth:`compact`: awaits each tier's ``acompact`` when it has one."""
-        if not (force or self.due(ctx)):
-            return ctx
-        steps = self._steps(ctx, force)
-        try:
-            tier, current = next(steps)
-            while True:
-                result = await acompact_with(
-                    tier, current, backend=backend, force=True, instructions=instructions
-                )
-                tier, current = steps.send(result)
-        except StopIteration as done:
-            settled: ChatContext = done.value
-        return settled
-
-    def _steps(
-        self, ctx: ChatContext, force: bool
-    ) -> Generator[tuple[Compactor, ChatContext], ChatContext, ChatContext]:
-        """The tier loop of both forms: yields ``(tier, context)`` to compact, gets the result.
-
-        ``compact`` and ``acompact`` differ only in how they run a tier (a
-        call, or an await); what to run next and when to stop is decided here.
-        """
+        ctx = call.ctx
+        forced = attrs.evolve(call, force=True)
         current, kept = ctx, None
         for index, tier in enumerate(self.tiers):
-            result = yield tier, current
+            result = yield Compaction(tier, attrs.evolve(forced, ctx=current), alone=True)
             if result is not current:
                 current, kept = result, index
-            if self._reached(current, kept, force):
+            if self._reached(current, kept, call.force):
                 break
         return self._settle(ctx, current, kept)
 

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._core.boundaries import is_safe_cut, prefix_end, safe_cut_table, thinking_loop_start
+from .._core.boundaries import is_safe_cut
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_choice, require_int
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
-from .._core.protocols import Backend, InlineCompactor, inline_backoff
+from .._core.protocols import Backend, CompactCall, InlineCompactor, Steps
 from .._core.tokens import count_all, count_memoized
 from .._core.tool_tokens import request_overhead
-from .backoff import backed_off, validate_backoff
+from .backoff import validate_backoff
 from .budget import Window, resolve_budget
 from .continuation import Request
 from .effort import with_reasoning_effort
-from .engine import Engine, checkpoint_room
+from .engine import Engine, checkpoint_room, span_start
 from .records import RecordHook
 from .settings import Settings, validate_settings
 
@@ -98,16 +98,9 @@ class TokenBudgetCompactor(InlineCompactor):
 
     ``default_backend``, ``pin_predicate``, ``prompt_template``,
     ``model_options``, ``timeout``, ``retries``, ``strict``,
-    ``preserve_facts``, ``keep_replaced`` and ``on_record`` are as for
-    :class:`LLMSummarizeCompactor`.
+    ``preserve_facts``, ``keep_replaced``, ``on_record`` and ``request``
+    are as for :class:`LLMSummarizeCompactor`.
 
-        request: How the summary is asked for. ``"quoted"`` (the default) sends
-            the span as a fresh prompt, billed in full. ``"continuation"`` sends
-            the context's own messages (and, inside ``react``, the tool
-            definitions of the agent's last request) and one final user turn
-            asking for the checkpoint, so a provider's prompt cache bills the
-            prefix as a cache read; it needs the summarizer to be the agent's own
-            model to hit that cache (see docs/summarization.md).
     Raises:
         InvalidArgumentError: For a bad setting, at construction.
     """
@@ -191,11 +184,7 @@ class TokenBudgetCompactor(InlineCompactor):
     def _span(self, ctx: ChatContext) -> tuple[int, int, str, int | None]:
         """:meth:`span`, and the checkpoint's size when the compactor sizes it itself."""
         items = ctx.as_list()
-        # A table once, rather than a trailing-loop scan per candidate cut, when a
-        # thinking loop is running (see boundaries.thinking_loop_start).
-        loop = thinking_loop_start(items)
-        table = safe_cut_table(items) if ctx.has_detached_results or loop is not None else None
-        p = prefix_end(items, self.settings.pin_predicate, table)
+        p, table, loop = span_start(ctx, items, self.settings.pin_predicate)
         n = len(items)
 
         def turn_starts(opening: tuple[str, ...]) -> list[int]:
@@ -292,73 +281,25 @@ class TokenBudgetCompactor(InlineCompactor):
             pin=self.settings.pin_predicate,
         )
 
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` compacted if it is past ``max_tokens`` (or ``force``), else ``ctx``."""
-        planned = self._plan(ctx, force)
-        if planned is None:
-            return ctx
-        p, k, size = planned
-        outcome = await self._engine.replace(
-            ctx, p, k, backend, target=self.target_tokens, instructions=instructions, size=size
-        )
-        return self._engine.settle(outcome)
+    def steps(self, call: CompactCall) -> ChatContext | Steps:
+        """Summarize ``call.ctx`` past ``max_tokens``, or ``force`` (the step ``compact`` runs).
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Blocking form of :meth:`acompact` (safe inside a running loop).
-
-        Riding inline (``ChatContext.add``), a model call that leaves ``ctx``
+        ``compact`` / ``acompact`` return ``ctx`` itself when it is not due,
+        when the span is empty (recorded as ``skipped``), when the summary is
+        not smaller, or (unless ``strict``) when the backend fails. Riding
+        inline (``ChatContext.add``), a model call that leaves ``ctx``
         unchanged starts a failure backoff of ``backoff_adds`` adds; a call of
         your own never does.
         """
-        adds = inline_backoff(self.backoff_adds)
-        return self._run(ctx, backend, force, instructions, backoff_adds=adds)
-
-    def _run(
-        self,
-        ctx: ChatContext,
-        backend: Backend | None,
-        force: bool,
-        instructions: str | None,
-        *,
-        backoff_adds: int,
-    ) -> ChatContext:
-        planned = self._plan(ctx, force)
-        if planned is None:
-            return ctx
-        p, k, size = planned
-        target = self.target_tokens
-        outcome = self._engine.run_sync(
-            ctx,
-            lambda: self._engine.replace(
-                ctx, p, k, backend, target=target, instructions=instructions, size=size
-            ),
-            target,
-        )
-        return backed_off(self._engine.settle(outcome), ctx, backoff_adds)
-
-    def _plan(self, ctx: ChatContext, force: bool) -> tuple[int, int, int | None] | None:
-        """Return the span to summarize, or ``None`` (not due, or nothing to do: recorded)."""
-        if not (force or self.due(ctx)):
-            return None
+        ctx = call.ctx
         p, k, reason, size = self._span(ctx)
         if k <= p:
             self._engine.record(ctx, "skipped", reason, target=self.target_tokens)
-            return None
-        return p, k, size
+            return ctx
+        target = self.target_tokens
+        return self._engine.steps(
+            call, p, k, target=target, backoff_adds=self.backoff_adds, size=size
+        )
 
     def __repr__(self) -> str:
         return (

@@ -20,10 +20,11 @@ import attrs
 from .._core.checks import require_callable, require_choice, require_int, require_method
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import (
+    CompactCall,
+    Compaction,
     Compactor,
     InlineCompactor,
-    acompact_with,
-    compact_with,
+    Steps,
     inline_backoff,
 )
 from .._core.tool_tokens import request_overhead
@@ -31,7 +32,6 @@ from .budget import Window, resolve_budget
 
 if TYPE_CHECKING:
     from .._core.context import ChatContext
-    from .._core.protocols import Backend
     from .planner import CompactionPlanner
 
 
@@ -83,19 +83,13 @@ class WindowCompactor(InlineCompactor):
         require_int("WindowCompactor", "size", self.size, fix=fix)
         validate_pin("WindowCompactor", self.pin_predicate)
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
+    def steps(self, call: CompactCall) -> ChatContext:
         """Return ``ctx`` cut to its prefix and last ``size`` body components.
 
         Returns ``ctx`` itself when the body already fits. ``backend``, ``force`` and
         ``instructions`` are unused.
         """
+        ctx = call.ctx
         cut = self.inline_cut(ctx)
         return ctx if cut is None else ctx.replace_span(*cut)
 
@@ -233,45 +227,18 @@ class ThresholdCompactor(InlineCompactor):
             return False
         return ctx.token_count > threshold
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``inner``'s compaction when the reading exceeds ``threshold`` (or ``force``).
+    def steps(self, call: CompactCall) -> Steps:
+        """Run ``inner`` (past the threshold, or ``force``: :class:`~mellea_ctx.BaseCompactor`).
 
-        Else ``ctx``. ``force`` and ``instructions`` reach ``inner`` (see
-        :func:`~mellea_ctx.compact_with`). Riding inline, a compaction that
-        leaves the total still over holds the gate for ``inner``'s
-        ``backoff_adds`` adds: this crossing has had its compaction.
+        ``force`` and ``instructions`` reach ``inner`` (see
+        :func:`~mellea_ctx.compact_with`); ``acompact`` awaits the inner
+        ``acompact`` when it has one. Riding inline, a compaction that leaves
+        the total still over holds the gate for ``inner``'s ``backoff_adds``
+        adds: this crossing has had its compaction.
         """
-        if not (force or self.due(ctx)):
-            return ctx
-        forced = force or self.planner is not None  # the planner is the gate: inner runs
-        result = compact_with(
-            self.inner, ctx, backend=backend, force=forced, instructions=instructions
-        )
-        return self._held(ctx, result)
-
-    async def acompact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Async form of :meth:`compact`: awaits the inner ``acompact`` when it has one."""
-        if not (force or self.due(ctx)):
-            return ctx
-        forced = force or self.planner is not None  # the planner is the gate: inner runs
-        result = await acompact_with(
-            self.inner, ctx, backend=backend, force=forced, instructions=instructions
-        )
-        return self._held(ctx, result)
+        forced = call.force or self.planner is not None  # the planner is the gate: inner runs
+        result = yield Compaction(self.inner, attrs.evolve(call, force=forced))
+        return self._held(call.ctx, result)
 
     def _held(self, ctx: ChatContext, result: ChatContext) -> ChatContext:
         """``result``, holding the gate while it is still over (only riding inline).

@@ -10,19 +10,24 @@ Every compactor is called the same way, by :func:`compact_with` and
 request is too long, or the model asked) and ``instructions`` (a focus the
 summary should keep) reach any compactor whose ``compact`` / ``acompact``
 accepts them, ours and a user's alike; a compactor that accepts neither is
-called with ``backend`` alone.
+called with ``backend`` alone. Every built-in compactor's ``compact`` and
+``acompact`` are :class:`BaseCompactor`'s, written once (argument checks, the
+gate); each built-in supplies only its :meth:`BaseCompactor.steps`.
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import contextvars
+import functools
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from types import GeneratorType
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from .checks import require_bool, require_int
+import attrs
+
+from .checks import require_bool, require_instance, require_int
 from .components import Component, ModelOutputThunk
 from .tools import Tool
 
@@ -214,37 +219,167 @@ def written_for(cls: type, name: str, basis: str) -> bool:
     return owner is not None and basis_owner is not None and issubclass(owner, basis_owner)
 
 
-class InlineCompactor(abc.ABC):
-    """Marker base for compactors that may ride inside ``ChatContext(compactor=...)``.
+#: A compaction's steps: yields the effects to run (:class:`Effect`), returns the result.
+Steps = Generator["Effect", Any, "ChatContext"]
 
-    ``ChatContext.add`` calls ``compact`` after every add, without a backend,
-    so an inline compactor must call no model at all, or only rarely (behind a
-    threshold). Opt in by inheriting; satisfying :class:`Compactor` is not
-    enough.
 
-    **The inline cut (optional).** A compactor whose ``compact`` is a pure
-    drop (it returns ``ctx.replace_span(p, k)`` or ``ctx`` itself, and
-    nothing else) may also define ``inline_cut(ctx) -> tuple[int, int] | None``:
-    the ``(p, k)`` its ``compact`` would drop, or ``None`` for "nothing".
-    ``ChatContext.add`` then drops ``[p:k]`` in place on the node it has just
-    built, which no caller has seen, instead of building a second node (the
-    result is the one ``compact`` returns; :class:`~mellea_ctx.WindowCompactor`
-    has one, and an add costs it one node). The hook is honoured only when it
-    is defined in the class that defines ``compact`` or below it: a subclass
-    that overrides ``compact`` and inherits ``inline_cut`` (written for the
-    parent's ``compact``) gets its own ``compact`` run on every add. The cut
-    must be safe (no tool exchange split); a tool result it leaves detached is
-    noticed all the same (``ChatContext.has_detached_results``).
+@attrs.frozen
+class CompactCall:
+    """One call of a :class:`BaseCompactor`, its arguments checked: what its step reads.
+
+    Built by :meth:`BaseCompactor.compact` / :meth:`BaseCompactor.acompact`
+    (the one place the arguments are checked) and handed to
+    :meth:`BaseCompactor.steps`.
+    """
+
+    ctx: ChatContext
+    backend: Backend | None = None
+    force: bool = False
+    instructions: str | None = None
+
+
+class Effect(Protocol):
+    """What a compaction step asks its driver to do: ``run()`` in ``compact``, ``arun()`` in
+    ``acompact``. The reply is sent back into the step."""
+
+    def run(self) -> Any:
+        """Do it, blocking."""
+        ...
+
+    async def arun(self) -> Any:
+        """Do it, awaiting what it waits for."""
+        ...
+
+
+@attrs.frozen
+class Compaction:
+    """The effect of running ``compactor`` on ``call`` (a gate's inner, a tier).
+
+    ``run`` is :func:`compact_with`, ``arun`` :func:`acompact_with`;
+    ``alone`` runs it :func:`outside_inline` (a tier's failure is the tier's
+    result, not a backoff of the whole context).
+    """
+
+    compactor: Compactor
+    call: CompactCall
+    alone: bool = False
+
+    def run(self) -> ChatContext:
+        """The compaction, blocking."""
+        call = self.call
+        with outside_inline() if self.alone else contextlib.nullcontext():
+            return compact_with(
+                self.compactor,
+                call.ctx,
+                backend=call.backend,
+                force=call.force,
+                instructions=call.instructions,
+            )
+
+    async def arun(self) -> ChatContext:
+        """The compaction, awaited."""
+        call = self.call
+        with outside_inline() if self.alone else contextlib.nullcontext():
+            return await acompact_with(
+                self.compactor,
+                call.ctx,
+                backend=call.backend,
+                force=call.force,
+                instructions=call.instructions,
+            )
+
+
+@functools.cache
+def _context_type() -> type:
+    from .context import ChatContext  # the context imports this module: looked up once
+
+    return ChatContext
+
+
+def _checked(
+    compactor: object, method: str, ctx: object, force: object, instructions: object
+) -> None:
+    """The checks of a compaction's arguments, for every :class:`BaseCompactor`.
+
+    ``backend`` is handed on as it is: a compactor that calls no model never
+    reads it, and a model call refuses a backend it cannot call.
+    """
+    if force is False and instructions is None and isinstance(ctx, _context_type()):
+        return  # the call ChatContext.add makes: nothing more to check, no message built
+    owner = f"{type(compactor).__name__}.{method}"
+    require_instance(owner, "ctx", ctx, _context_type(), fix="pass the ChatContext to compact")
+    require_bool(owner, "force", force, fix="pass True to run past the compactor's trigger")
+    fix = "pass the focus the summary should keep as text, or None"
+    require_instance(owner, "instructions", instructions, str, optional=True, fix=fix)
+
+
+def _drive(steps: ChatContext | Steps) -> ChatContext:
+    """Run ``steps`` (a step's result as it is), each effect blocking; return the result."""
+    if not isinstance(steps, GeneratorType):
+        return cast("ChatContext", steps)
+    try:
+        effect = next(steps)
+        while True:
+            effect = steps.send(effect.run())
+    except StopIteration as done:
+        result: ChatContext = done.value
+        return result
+
+
+async def _adrive(steps: ChatContext | Steps) -> ChatContext:
+    """Run ``steps`` (a step's result as it is), each effect awaited; return the result."""
+    if not isinstance(steps, GeneratorType):
+        return cast("ChatContext", steps)
+    try:
+        effect = next(steps)
+        while True:
+            effect = steps.send(await effect.arun())
+    except StopIteration as done:
+        result: ChatContext = done.value
+        return result
+
+
+class BaseCompactor:
+    """The base of every compactor here: ``compact`` and ``acompact`` written once.
+
+    Both check their arguments (the same :class:`~mellea_ctx.InvalidArgumentError`
+    messages for every compactor), return ``ctx`` when the compactor is gated
+    (it has a ``due``, see :class:`GatedCompactor`) and neither ``force`` nor
+    ``due(ctx)`` says to run, and otherwise run :meth:`steps`, the
+    compactor's own part: its result, or a generator that yields the
+    effects to run (a summary, an inner compactor) and returns the result.
+    ``compact`` runs each effect blocking, ``acompact`` awaits it.
+
+    A subclass that overrides ``compact`` itself (below its ``steps``) gets an
+    ``acompact`` that runs that ``compact``.
     """
 
     __slots__ = ()
 
+    #: Per subclass: its ``due`` when it has one (the gate), else ``None``.
+    _gate: Any = None
+    #: Per subclass: whether ``acompact`` runs ``steps`` (False: ``compact`` was overridden).
+    _steps_are_compact: bool = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if written_for(cls, "inline_cut", "compact"):
-            INLINE_CUTS[cls] = vars(_owner(cls, "inline_cut"))["inline_cut"]
+        due = getattr(cls, "due", None)
+        cls._gate = None if due is None else staticmethod(due)  # called as gate(self, ctx)
+        cls._steps_are_compact = written_for(cls, "steps", "compact")
 
-    @abc.abstractmethod
+    def steps(self, call: CompactCall) -> ChatContext | Steps:
+        """This compactor's part: the result for ``call``, or the steps that make it.
+
+        Raises:
+            NotImplementedError: Here: a subclass overrides it, or ``compact``.
+        """
+        msg = (
+            f"{type(self).__name__}.compact: InlineCompactor.compact has no default; "
+            "return a ChatContext from your own compact() instead of calling "
+            "super().compact() (return ctx itself when nothing needs compacting)"
+        )
+        raise NotImplementedError(msg)
+
     def compact(
         self,
         ctx: ChatContext,
@@ -255,20 +390,18 @@ class InlineCompactor(abc.ABC):
     ) -> ChatContext:
         """Return a compacted copy of ``ctx`` (or ``ctx`` itself when nothing changes).
 
-        Subclasses must override it; there is no default strategy to fall back on.
-        ``force`` and ``instructions`` may be left out of an override's signature.
+        Returns a new context; ``ctx`` is not modified.
 
         Raises:
-            NotImplementedError: Always, here: a subclass that calls
-                ``super().compact(...)`` learns that at once, not later as an
-                ``AttributeError`` on ``None`` inside ``ChatContext.add``.
+            InvalidArgumentError: For a ``ctx`` that is not a ``ChatContext``, a
+                ``backend`` with no ``generate``, a ``force`` that is not a bool,
+                or ``instructions`` that are not text.
         """
-        msg = (
-            f"{type(self).__name__}.compact: InlineCompactor.compact has no default; "
-            "return a ChatContext from your own compact() instead of calling "
-            "super().compact() (return ctx itself when nothing needs compacting)"
-        )
-        raise NotImplementedError(msg)
+        _checked(self, "compact", ctx, force, instructions)
+        gate = self._gate
+        if gate is not None and not force and not gate(self, ctx):
+            return ctx
+        return _drive(self.steps(CompactCall(ctx, backend, force, instructions)))
 
     async def acompact(
         self,
@@ -278,8 +411,47 @@ class InlineCompactor(abc.ABC):
         force: bool = False,
         instructions: str | None = None,
     ) -> ChatContext:
-        """Async form of :meth:`compact`; the default runs ``compact`` (no I/O to await)."""
-        return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
+        """Async form of :meth:`compact`: the same checks and gate, each effect awaited."""
+        if not self._steps_are_compact:  # a compact of the subclass's own: no I/O to await
+            return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
+        _checked(self, "acompact", ctx, force, instructions)
+        gate = self._gate
+        if gate is not None and not force and not gate(self, ctx):
+            return ctx
+        return await _adrive(self.steps(CompactCall(ctx, backend, force, instructions)))
+
+
+class InlineCompactor(BaseCompactor):
+    """Marker base for compactors that may ride inside ``ChatContext(compactor=...)``.
+
+    ``ChatContext.add`` calls ``compact`` after every add, without a backend,
+    so an inline compactor must call no model at all, or only rarely (behind a
+    threshold). Opt in by inheriting; satisfying :class:`Compactor` is not
+    enough. A compactor of your own overrides ``compact`` (``force`` and
+    ``instructions`` may be left out of its signature) and gets an
+    ``acompact`` that runs it; the built-ins override :meth:`BaseCompactor.steps`.
+
+    **The inline cut (optional).** A compactor whose ``compact`` is a pure
+    drop (it returns ``ctx.replace_span(p, k)`` or ``ctx`` itself, and
+    nothing else) may also define ``inline_cut(ctx) -> tuple[int, int] | None``:
+    the ``(p, k)`` its ``compact`` would drop, or ``None`` for "nothing".
+    ``ChatContext.add`` then drops ``[p:k]`` in place on the node it has just
+    built, which no caller has seen, instead of building a second node (the
+    result is the one ``compact`` returns; :class:`~mellea_ctx.WindowCompactor`
+    has one, and an add costs it one node). The hook is honoured only when it
+    is defined in the class that defines ``compact`` (and ``steps``) or below
+    it: a subclass that overrides ``compact`` and inherits ``inline_cut``
+    (written for the parent's ``compact``) gets its own ``compact`` run on
+    every add. The cut must be safe (no tool exchange split); a tool result it
+    leaves detached is noticed all the same (``ChatContext.has_detached_results``).
+    """
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if written_for(cls, "inline_cut", "compact") and written_for(cls, "inline_cut", "steps"):
+            INLINE_CUTS[cls] = vars(_owner(cls, "inline_cut"))["inline_cut"]
 
 
 def compact_inline(compactor: InlineCompactor, ctx: ChatContext) -> ChatContext:

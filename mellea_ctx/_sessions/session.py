@@ -400,8 +400,7 @@ class Session:
             >>> compacted.version, [type(c).__name__ for c in compacted.dialogue]
             (4, ['Checkpoint', 'ModelOutputThunk'])
         """
-        ttl = check_ttl("Session.compact", "lease", lease, allow_zero=False)
-        patience = check_ttl("Session.compact", "wait", wait, allow_zero=True)
+        ttl, patience = _lease_terms("Session.compact", lease, wait)
         leases = leases_of(self.memory.store)
         assert isinstance(leases, SessionLeases)  # a sync store's, or one in this process
         holder = uuid.uuid4().hex
@@ -439,8 +438,7 @@ class Session:
             InvalidArgumentError: As :meth:`compact`.
             SessionStoreError: When the store fails.
         """
-        ttl = check_ttl("Session.acompact", "lease", lease, allow_zero=False)
-        patience = check_ttl("Session.acompact", "wait", wait, allow_zero=True)
+        ttl, patience = _lease_terms("Session.acompact", lease, wait)
         leases = leases_of(self.memory.astore)
         holder = uuid.uuid4().hex
 
@@ -494,6 +492,12 @@ class Session:
             return last
         finally:
             yield _Step("release")
+
+
+def _lease_terms(owner: str, lease: object, wait: object) -> tuple[float, float]:
+    """The checked ``lease`` and ``wait`` of :meth:`Session.compact` and its async twin."""
+    ttl = check_ttl(owner, "lease", lease, allow_zero=False)
+    return ttl, check_ttl(owner, "wait", wait, allow_zero=True)
 
 
 @attrs.frozen
