@@ -97,6 +97,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     )
     from ._core.protocols import (
         Backend,
+        BaseBackend,
         Compactor,
         GatedCompactor,
         InlineCompactor,
@@ -277,6 +278,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "._core.protocols": (
         "Backend",
+        "BaseBackend",
         "Compactor",
         "GatedCompactor",
         "InlineCompactor",
@@ -382,6 +384,7 @@ __all__ = [
     "BackendConnectionError",
     "BackendError",
     "BackendTimeoutError",
+    "BaseBackend",
     "CBlock",
     "CacheUse",
     "ChatContext",
