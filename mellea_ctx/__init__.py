@@ -98,6 +98,7 @@ if TYPE_CHECKING:  # what type checkers and the docs read; at run time, __getatt
     )
     from ._core.protocols import (
         Backend,
+        BaseBackend,
         Compactor,
         GatedCompactor,
         InlineCompactor,
@@ -281,6 +282,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "._core.protocols": (
         "Backend",
+        "BaseBackend",
         "Compactor",
         "GatedCompactor",
         "InlineCompactor",
@@ -386,6 +388,7 @@ __all__ = [
     "BackendConnectionError",
     "BackendError",
     "BackendTimeoutError",
+    "BaseBackend",
     "CBlock",
     "CacheUse",
     "ChatContext",

@@ -33,6 +33,7 @@ import attrs
 from .._core.checks import require_int, require_number
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
 from .._core.ledger import derive_ledger, strip_label
+from .._core.protocols import BaseBackend
 from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
 from .._formats.quoted import read_transcript
@@ -268,7 +269,7 @@ def _best_tool(tools: Sequence[Tool], called: set[str], goal: str) -> Tool | Non
 
 
 @attrs.define(frozen=True, slots=True)
-class ExtractiveBackend:
+class ExtractiveBackend(BaseBackend):
     """Summarize by extraction, offline: the most informative sentences, verbatim.
 
     It reads the conversation between ``<conversation>`` tags in the last
@@ -311,12 +312,8 @@ class ExtractiveBackend:
             fix="try 0.25",
         )
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
     ) -> ModelOutputThunk:
         """Summarize the conversation in the last message, or act as a simple offline agent.
 
@@ -340,7 +337,7 @@ class ExtractiveBackend:
         # long span it is most of the prompt, four bytes a character when any one
         # character is outside Latin-1 (issue 24).
         start, end = match.span(1) if match else (0, len(prompt))
-        budget = self._budget(model_options, prompt, start, end)
+        budget = self._budget(options, prompt, start, end)
         summary = self._summarize(prompt, budget, start, end)
         completion = counter.count_text(summary)
         return ModelOutputThunk(
@@ -348,11 +345,9 @@ class ExtractiveBackend:
             usage=Usage(prompt_tokens=input_tokens, completion_tokens=completion),
         )
 
-    def _budget(
-        self, model_options: Mapping[str, Any] | None, prompt: str, start: int, end: int
-    ) -> int:
+    def _budget(self, options: Mapping[str, Any], prompt: str, start: int, end: int) -> int:
         """The summary's budget: ``max_tokens`` when a positive int, else ``ratio`` of the input."""
-        budget = dict(model_options or {}).get("max_tokens")
+        budget = options.get("max_tokens")
         if isinstance(budget, int) and budget > 0:
             return budget
         counted = default_counter().count_text(prompt[start:end])

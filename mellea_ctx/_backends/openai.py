@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from .._core.checks import require_bool
@@ -60,7 +60,59 @@ def openai_credentials(
     return key, base_url
 
 
-class OpenAIBackend(SDKBackend):
+class OpenAISDKBackend(SDKBackend):
+    """The base of the backends on the ``openai`` SDK: its settings, key, URL and reasoning models.
+
+    Each subclass names its call (``sdk_call``), builds its request and parses
+    its answer; ``default_options`` go under every request's ``model_options``.
+    """
+
+    provider = "OpenAI"
+    sdk_module = "openai"
+    sdk_error = "OpenAIError"
+    extra = "openai"
+    sdk_client = "AsyncOpenAI"
+    #: What every request carries unless ``model_options`` says otherwise.
+    default_options: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 0,
+        model_options: Mapping[str, Any] | None = None,
+        context_window: int | Literal["server"] | None = None,
+        reasoning: bool | None = None,
+    ) -> None:
+        key, base_url = openai_credentials(type(self).__name__, api_key, base_url)
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            model_options={**self.default_options, **dict(model_options or {})},
+            context_window=context_window,
+            reasoning=reasoning,
+        )
+
+    @classmethod
+    def model_takes_reasoning_effort(cls, model: str) -> bool:
+        """Whether ``model`` is a reasoning model (o1, o3, o4-mini, gpt-5, gpt-oss...).
+
+        Examples:
+            >>> OpenAIBackend.model_takes_reasoning_effort("o4-mini")
+            True
+            >>> OpenAIBackend.model_takes_reasoning_effort("gpt-4o-mini")
+            False
+        """
+        return _REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()) is not None
+
+
+class OpenAIBackend(OpenAISDKBackend):
     """A backend on the Chat Completions API of OpenAI or any compatible server.
 
     A new ``AsyncOpenAI`` client is opened for each call and closed after
@@ -107,11 +159,6 @@ class OpenAIBackend(SDKBackend):
         OpenAIBackend(model='qwen2.5-coder', base_url='http://127.0.0.1:8080/v1')
     """
 
-    provider = "OpenAI"
-    sdk_module = "openai"
-    sdk_error = "OpenAIError"
-    extra = "openai"
-    sdk_client = "AsyncOpenAI"
     sdk_call = "chat.completions.create"
 
     def __init__(
@@ -127,16 +174,9 @@ class OpenAIBackend(SDKBackend):
         reasoning: bool | None = None,
         extensions: bool | None = None,
     ) -> None:
-        key, base_url = openai_credentials("OpenAIBackend", api_key, base_url)
-        if extensions is None:
-            extensions = base_url is not None and urlsplit(base_url).hostname != _OPENAI_HOST
-        else:
-            none = "(send a compatible server's own keys to any server but OpenAI's)"
-            require_bool("OpenAIBackend", "extensions", extensions, none=none)
-        self.extensions = extensions
         super().__init__(
             model,
-            api_key=key,
+            api_key=api_key,
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
@@ -144,18 +184,14 @@ class OpenAIBackend(SDKBackend):
             context_window=context_window,
             reasoning=reasoning,
         )
-
-    @classmethod
-    def model_takes_reasoning_effort(cls, model: str) -> bool:
-        """Whether ``model`` is a reasoning model (o1, o3, o4-mini, gpt-5, gpt-oss...).
-
-        Examples:
-            >>> OpenAIBackend.model_takes_reasoning_effort("o4-mini")
-            True
-            >>> OpenAIBackend.model_takes_reasoning_effort("gpt-4o-mini")
-            False
-        """
-        return _REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()) is not None
+        if extensions is None:
+            extensions = (
+                self.base_url is not None and urlsplit(self.base_url).hostname != _OPENAI_HOST
+            )
+        else:
+            none = "(send a compatible server's own keys to any server but OpenAI's)"
+            require_bool("OpenAIBackend", "extensions", extensions, none=none)
+        self.extensions = extensions
 
     def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
         """Chat Completions' own ``reasoning_effort`` field."""

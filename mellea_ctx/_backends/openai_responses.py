@@ -8,7 +8,7 @@ reasoning item comes back encrypted, is kept (verbatim, in a
 is sent back with the calls it preceded, which reasoning models require.
 
 A class of its own rather than ``OpenAIBackend(api="responses")``: the two
-APIs share the SDK and the error boundary (:class:`SDKBackend`), but not the
+APIs share the SDK, its settings and the error boundary (``OpenAISDKBackend``), but not the
 request (``input`` items, ``instructions``, flat tool definitions, ``store``,
 ``include``) nor the answer (output items, ``input_tokens`` usage), so one
 class per wire protocol keeps each one small and its options honest.
@@ -17,15 +17,14 @@ class per wire protocol keeps each one small and its options honest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from .._core.calls import Usage
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidContextError, MalformedResponseError
 from .._core.tools import Tool
 from .._formats.responses import from_responses, to_responses
-from .openai import OpenAIBackend, cached_tokens, openai_credentials
-from .sdk import SDKBackend
+from .openai import OpenAISDKBackend, cached_tokens
 
 #: What every request carries unless ``model_options`` says otherwise.
 STATELESS: Mapping[str, Any] = {"store": False, "include": ["reasoning.encrypted_content"]}
@@ -37,7 +36,7 @@ def _tool(definition: Tool) -> dict[str, Any]:
     return {"type": "function", **chat["function"]}
 
 
-class OpenAIResponsesBackend(SDKBackend):
+class OpenAIResponsesBackend(OpenAISDKBackend):
     """A backend on OpenAI's Responses API (``client.responses.create``).
 
     Args:
@@ -69,48 +68,8 @@ class OpenAIResponsesBackend(SDKBackend):
         OpenAIResponsesBackend(model='gpt-5-mini', base_url='http://127.0.0.1:8080/v1')
     """
 
-    provider = "OpenAI"
-    sdk_module = "openai"
-    sdk_error = "OpenAIError"
-    extra = "openai"
-    sdk_client = "AsyncOpenAI"
     sdk_call = "responses.create"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 0,
-        model_options: Mapping[str, Any] | None = None,
-        context_window: int | Literal["server"] | None = None,
-        reasoning: bool | None = None,
-    ) -> None:
-        key, base_url = openai_credentials("OpenAIResponsesBackend", api_key, base_url)
-        super().__init__(
-            model,
-            api_key=key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-            model_options={**STATELESS, **dict(model_options or {})},
-            context_window=context_window,
-            reasoning=reasoning,
-        )
-
-    @classmethod
-    def model_takes_reasoning_effort(cls, model: str) -> bool:
-        """Whether ``model`` is a reasoning model, by the same names as :class:`OpenAIBackend`.
-
-        Examples:
-            >>> OpenAIResponsesBackend.model_takes_reasoning_effort("gpt-5-mini")
-            True
-            >>> OpenAIResponsesBackend.model_takes_reasoning_effort("gpt-4o-mini")
-            False
-        """
-        return OpenAIBackend.model_takes_reasoning_effort(model)
+    default_options = STATELESS
 
     def send_reasoning_effort(self, options: dict[str, Any], effort: str) -> None:
         """``reasoning={"effort": ...}``; an ``effort`` already in ``reasoning`` is kept."""

@@ -16,6 +16,7 @@ from typing import Any, Union  # Union: aliases must run on 3.10
 from .._core.checks import require_callable
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import MalformedResponseError
+from .._core.protocols import BaseBackend
 from .._core.tools import Tool
 from .windows import check_window
 
@@ -28,7 +29,7 @@ Handler = Callable[
 ]
 
 
-class ScriptedBackend:
+class ScriptedBackend(BaseBackend):
     """A backend that answers with a plain function: for tests and demos.
 
     The handler receives the messages and the model options (with the
@@ -58,18 +59,13 @@ class ScriptedBackend:
         self.context_window = check_window("ScriptedBackend", context_window)
         self.calls: list[tuple[tuple[Component, ...], dict[str, Any]]] = []
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
     ) -> ModelOutputThunk:
         """Return the handler's answer as a ``ModelOutputThunk``."""
-        options = dict(model_options or {})
         if tools:
             options["tools"] = list(tools)
-        self.calls.append((tuple(messages), options))
+        self.calls.append((messages, options))
         reply = self._handler(messages, options)
         if inspect.isawaitable(reply):
             reply = await reply

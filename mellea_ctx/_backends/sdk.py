@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 from .._core.checks import require_bool, require_int, require_number
 from .._core.components import Component, ModelOutputThunk
 from .._core.exceptions import InvalidArgumentError
+from .._core.protocols import BaseBackend
 from .._core.tools import Tool
 from .errors import mapped_errors
 from .telemetry import observe_request_failure
@@ -58,7 +59,7 @@ def sdk_arguments(method: Callable[..., Any], options: Mapping[str, Any]) -> dic
     return arguments
 
 
-class SDKBackend(abc.ABC):
+class SDKBackend(BaseBackend):
     """Base of the backends that call a provider through its official SDK."""
 
     #: The provider's name, for messages.
@@ -133,26 +134,24 @@ class SDKBackend(abc.ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
     ) -> ModelOutputThunk:
         """Send ``messages`` (and ``tools``) to the provider and return its answer.
+
+        ``options`` go over the backend's own ``model_options``.
 
         Raises:
             BackendError: A subclass for each provider failure (see
                 :mod:`mellea_ctx._backends.errors`), chained to the original.
         """
         sdk = self.sdk()
-        options = {**self.model_options, **dict(model_options or {})}
+        options = {**self.model_options, **options}
         _no_stream(f"{type(self).__name__}.generate", "model_options", options)
         effort = options.pop("reasoning_effort", None)
         if effort is not None and self.takes_reasoning_effort():
             self.send_reasoning_effort(options, effort)
-        request = self.request(messages, options, tools or ())
+        request = self.request(messages, options, tools)
         failed = functools.partial(observe_request_failure, self)
         with mapped_errors(self.provider, getattr(sdk, self.sdk_error), failed):
             response = await self.send(sdk, request)

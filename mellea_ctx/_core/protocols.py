@@ -1,5 +1,9 @@
 """The interfaces the layers above implement: ``Backend``, ``Compactor``, ``InlineCompactor``.
 
+``BaseBackend`` is the base of every built-in backend: its ``generate`` checks
+and normalises the arguments once, then calls the one hook a subclass writes,
+``answer``.
+
 They live in the core because the context calls them: ``ChatContext.add``
 runs its inline compactor, and a compactor hands a backend its requests. The
 implementations live above (``_backends``, ``_compaction``), so every import
@@ -17,18 +21,20 @@ gate); each built-in supplies only its :meth:`BaseCompactor.steps`.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import attrs
 
-from .checks import require_bool, require_instance, require_int
+from .checks import argument_error, require_bool, require_instance, require_int
 from .components import Component, ModelOutputThunk
+from .exceptions import InvalidComponentError
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -52,6 +58,106 @@ class Backend(Protocol):
     ) -> ModelOutputThunk:
         """Return the model's output for ``messages``."""
         ...
+
+
+def _items(owner: str, name: str, value: object, fix: str) -> tuple[Any, ...]:
+    """``value`` as a tuple, if it is a sequence (not text, a mapping or a lone component)."""
+    if isinstance(value, (str, bytes, Mapping, Component)) or not isinstance(value, Iterable):
+        raise argument_error(owner, name, value, "must be a sequence", fix)
+    return tuple(value)
+
+
+def _messages(owner: str, messages: object) -> tuple[Component, ...]:
+    items = _items(owner, "messages", messages, "wrap a single component in a list")
+    for index, item in enumerate(items):
+        if not isinstance(item, Component):
+            fix = "build it with Message(...) or from_openai(...)"
+            raise argument_error(
+                owner,
+                f"messages[{index}]",
+                item,
+                "is not a Component",
+                fix,
+                error=InvalidComponentError,
+            )
+    return items
+
+
+def _tools(owner: str, tools: object) -> tuple[Tool, ...]:
+    if tools is None:
+        return ()
+    items = _items(owner, "tools", tools, "pass a list of Tool")
+    for index, item in enumerate(items):
+        fix = "build it with tool(function) or Tool(name, description, parameters)"
+        require_instance(owner, f"tools[{index}]", item, Tool, fix=fix)
+    return items
+
+
+class BaseBackend(abc.ABC):
+    """The base of the built-in backends: ``generate`` checked once, then :meth:`answer`.
+
+    :meth:`generate` has the :class:`Backend` signature. Before anything is
+    sent it checks what the caller gave (each message a
+    :class:`~mellea_ctx.Component`, ``model_options`` a mapping or ``None``,
+    each tool a :class:`~mellea_ctx.Tool`), so a caller's mistake is our own
+    error, never a provider failure, and hands :meth:`answer` fresh values:
+    a tuple of components, a new dict of options (``answer`` may change it)
+    and a tuple of tools (``()`` for none). Subclass it for a backend of
+    your own and write ``answer``; a plain class with a ``generate`` of its
+    own satisfies :class:`Backend` just as well.
+
+    Examples:
+        >>> import asyncio
+        >>> from mellea_ctx import BaseBackend, Message, ModelOutputThunk
+        >>> class Echo(BaseBackend):
+        ...     async def answer(self, messages, options, tools):
+        ...         return ModelOutputThunk(messages[-1].content)
+        >>> asyncio.run(Echo().generate([Message("user", "hi")])).value
+        'hi'
+        >>> asyncio.run(Echo().generate(["hi"]))
+        Traceback (most recent call last):
+        ...
+        mellea_ctx._core.exceptions.InvalidComponentError: Echo.generate: messages[0]='hi' \
+is not a Component; build it with Message(...) or from_openai(...)
+    """
+
+    __slots__ = ()
+
+    async def generate(
+        self,
+        messages: Sequence[Component],
+        *,
+        model_options: Mapping[str, Any] | None = None,
+        tools: Sequence[Tool] | None = None,
+    ) -> ModelOutputThunk:
+        """Check the arguments, then return :meth:`answer`'s output for them.
+
+        Raises:
+            InvalidArgumentError: When ``messages`` or ``tools`` is not a
+                sequence, ``model_options`` not a mapping or ``None``, or a
+                tool not a ``Tool``.
+            InvalidComponentError: When a message is not a ``Component``.
+        """
+        owner = f"{type(self).__name__}.generate"
+        components = _messages(owner, messages)
+        fix = "pass a dict such as {'max_tokens': 400}"
+        options = require_instance(
+            owner, "model_options", model_options, Mapping, optional=True, fix=fix
+        )
+        offered = _tools(owner, tools)
+        return await self.answer(components, dict(options or {}), offered)
+
+    @abc.abstractmethod
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
+    ) -> ModelOutputThunk:
+        """Return the model's output for checked arguments (the one method a subclass writes).
+
+        Args:
+            messages: The history, oldest first.
+            options: The caller's ``model_options``, a new dict for this call.
+            tools: The definitions the model may call (``()``: none offered).
+        """
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ back what it replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -45,6 +45,7 @@ from mellea_ctx import (
     BackendConnectionError,
     BackendError,
     BackendTimeoutError,
+    BaseBackend,
     ClearedToolResult,
     Compactor,
     Component,
@@ -595,7 +596,7 @@ def as_runnable(compactor: Compactor, **options: Any) -> Any:
     return RunnableLambda(run, name="compact_messages")
 
 
-class ChatModelBackend:
+class ChatModelBackend(BaseBackend):
     """A LangChain chat model as our ``Backend``: the agent's own model can write the summaries.
 
     Its calls run through LangChain (``ainvoke``), so inside an agent run they
@@ -640,14 +641,10 @@ class ChatModelBackend:
             context_window = window if isinstance(window, int) else None
         self.context_window = context_window
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Tool] | None = None,
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
     ) -> ModelOutputThunk:
-        """Return the chat model's answer to ``messages`` (``model_options`` are the model's own).
+        """Return the chat model's answer to ``messages`` (``options`` are the model's own).
 
         Raises:
             BackendError: The mapped form of langchain-core's model errors.

@@ -35,11 +35,14 @@ from agents.run_config import CallModelData, ModelInputData
 
 from mellea_ctx import (
     Backend,
+    BaseBackend,
     Compactor,
     Component,
     InvalidArgumentError,
     Message,
+    ModelOutputThunk,
     TokenCounter,
+    Tool,
     from_responses,
     to_responses,
 )
@@ -286,7 +289,7 @@ class CompactingSession:
         await self.session.clear_session(**self._scoped(wrapper))
 
 
-class ModelBackend:
+class ModelBackend(BaseBackend):
     """An Agents SDK ``Model`` as our ``Backend``: the agent's own model can write the summaries.
 
     Each summary is one ``model.get_response`` call: the system messages as the
@@ -312,14 +315,10 @@ class ModelBackend:
         self.model = model
         self.context_window = context_window
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Any = None,
-        tools: Any = None,
-    ) -> Any:
-        """Return the model's answer to ``messages`` (``model_options`` are the model's own)."""
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
+    ) -> ModelOutputThunk:
+        """Return the model's answer to ``messages`` (``options`` are the model's own)."""
         from agents import ModelSettings
         from agents.models.interface import ModelTracing
 
@@ -338,7 +337,8 @@ class ModelBackend:
             prompt=None,
         )
         items = [item.model_dump(exclude_unset=True) for item in response.output]
-        outputs = [c for c in from_responses(items) if c.role == "assistant"]
+        # The reader makes each assistant message (with its reasoning and calls) a model step.
+        outputs = [c for c in from_responses(items) if isinstance(c, ModelOutputThunk)]
         if not outputs:
             from mellea_ctx import MalformedResponseError
 

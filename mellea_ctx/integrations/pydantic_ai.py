@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, overload
 
 from pydantic_ai import RunContext
@@ -43,11 +43,13 @@ from pydantic_ai import messages as pai
 
 from mellea_ctx import (
     Backend,
+    BaseBackend,
     Compactor,
     Component,
     Message,
     ModelOutputThunk,
     TokenCounter,
+    Tool,
     ToolCall,
     ToolMessage,
     Usage,
@@ -242,7 +244,7 @@ def to_pydantic_ai(components: Sequence[Component]) -> list[pai.ModelMessage]:
     return out
 
 
-class ModelBackend:
+class ModelBackend(BaseBackend):
     """A pydantic-ai model as our ``Backend``: the agent's own model can write the summaries.
 
     Each summary is one ``pydantic_ai.direct.model_request`` to ``model``
@@ -273,14 +275,10 @@ class ModelBackend:
             context_window = window if isinstance(window, int) else None
         self.context_window = context_window
 
-    async def generate(
-        self,
-        messages: Sequence[Component],
-        *,
-        model_options: Mapping[str, Any] | None = None,
-        tools: Sequence[Any] | None = None,
+    async def answer(
+        self, messages: tuple[Component, ...], options: dict[str, Any], tools: tuple[Tool, ...]
     ) -> ModelOutputThunk:
-        """Return the model's answer to ``messages`` (``model_options`` are the model's own)."""
+        """Return the model's answer to ``messages`` (``options`` are the model's own)."""
         from pydantic_ai.direct import model_request
         from pydantic_ai.models import ModelRequestParameters
         from pydantic_ai.tools import ToolDefinition
@@ -289,7 +287,7 @@ class ModelBackend:
             ToolDefinition(
                 name=t.name, description=t.description, parameters_json_schema=t.parameters
             )
-            for t in tools or ()
+            for t in tools
         ]
         response = await model_request(
             self.model,
