@@ -31,7 +31,7 @@ from .._core.components import Component, ModelOutputThunk
 from .._core.context import ChatContext
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate
-from .._core.protocols import Backend, InlineCompactor
+from .._core.protocols import CompactCall, InlineCompactor
 from .conversation_io import load, write
 from .options import FILE, PINS, choice_option, command, format_option, tokens_option
 from .terminal import InputError, stdout
@@ -139,15 +139,9 @@ class _Sliding(InlineCompactor):
     def __init__(self, limit: int, pin: PinPredicate) -> None:
         self.limit, self.pin = limit, pin
 
-    def compact(
-        self,
-        ctx: ChatContext,
-        *,
-        backend: Backend | None = None,
-        force: bool = False,
-        instructions: str | None = None,
-    ) -> ChatContext:
-        """Return ``ctx`` cut to fit ``limit`` (``ctx`` itself when it fits)."""
+    def steps(self, call: CompactCall) -> ChatContext:
+        """Return ``call.ctx`` cut to fit ``limit`` (``ctx`` itself when it fits)."""
+        ctx = call.ctx
         over = ctx.token_count - self.limit
         if over <= 0:
             return ctx

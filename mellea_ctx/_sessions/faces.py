@@ -13,11 +13,11 @@ check, decide and fail alike.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from .._core.components import Component
 from .operations import Operation
-from .store import StoredSession
+from .store import StoredSession, Write
 
 T = TypeVar("T")
 
@@ -30,13 +30,9 @@ class OperationStore:
     def _load(self, session_id: str) -> Operation[Any, StoredSession]:
         raise NotImplementedError
 
-    def _write_dialogue(
-        self,
-        operation: Literal["append", "replace"],
-        session_id: str,
-        components: Iterable[Component],
-        expected_version: int,
-    ) -> Operation[Any, int]:
+    _kind: str  # the store's name in its errors: "RedisStore"
+
+    def _write_dialogue(self, write: Write) -> Operation[Any, int]:
         raise NotImplementedError
 
     def _set_meta(self, session_id: str, key: str, value: str | None) -> Operation[Any, None]:
@@ -83,7 +79,8 @@ class SyncFace(OperationStore):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        operation = self._write_dialogue("append", session_id, components, expected_version)
+        write = Write.checked(self._kind, "append", session_id, components, expected_version)
+        operation = self._write_dialogue(write)
         return self._run("append", session_id, operation)
 
     def replace(
@@ -99,7 +96,8 @@ class SyncFace(OperationStore):
             SessionConflictError: When the session is at another version.
             SessionStoreError: When the server cannot be reached or answers an error.
         """
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
+        write = Write.checked(self._kind, "replace", session_id, components, expected_version)
+        operation = self._write_dialogue(write)
         return self._run("replace", session_id, operation)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
@@ -160,14 +158,16 @@ class AsyncFace(OperationStore):
         self, session_id: str, components: Iterable[Component], *, expected_version: int
     ) -> int:
         """Append ``components`` (one atomic write) and return the new version, as ``append``."""
-        operation = self._write_dialogue("append", session_id, components, expected_version)
+        write = Write.checked(self._kind, "append", session_id, components, expected_version)
+        operation = self._write_dialogue(write)
         return await self._arun("append", session_id, operation)
 
     async def areplace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
     ) -> int:
         """Replace the dialogue (one atomic write) and return the new version, as ``replace``."""
-        operation = self._write_dialogue("replace", session_id, components, expected_version)
+        write = Write.checked(self._kind, "replace", session_id, components, expected_version)
+        operation = self._write_dialogue(write)
         return await self._arun("replace", session_id, operation)
 
     async def aset_meta(self, session_id: str, key: str, value: str | None) -> None:

@@ -29,19 +29,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 import attrs
 
 from .._core.checks import require_int, require_number
-from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .faces import AsyncFace, OperationStore, SyncFace
 from .operations import Operation, arun, run
-from .store import StoredSession, check_meta, check_session_id, check_write
+from .store import StoredSession, Write, check_meta, check_session_id
 
 T = TypeVar("T")
 
@@ -358,17 +357,10 @@ class _Common(OperationStore):
         )
         return stored
 
-    def _write_dialogue(
-        self,
-        operation: str,
-        session_id: str,
-        components: Iterable[Component],
-        expected_version: int,
-    ) -> Operation[Plan[Any], int]:
+    def _write_dialogue(self, write: Write) -> Operation[Plan[Any], int]:
         """An ``append`` or ``replace``: one transaction, again in full if entries were missing."""
-        owner = f"{self._kind}.{operation}"
-        append = operation == "append"
-        items = check_write(owner, session_id, components, expected_version, append=append)
+        owner, session_id, items = write.owner, write.session_id, write.items
+        append, expected_version = write.append, write.expected_version
 
         def attempt(encoded: Encoded) -> Operation[Plan[Any], int]:
             plan = _write_plan(self._tables, session_id, encoded, expected_version, append=append)

@@ -47,19 +47,18 @@ without ``await``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
-from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .faces import OperationStore, SyncFace
 from .operations import Operation, run
-from .store import StoredSession, check_meta, check_session_id, check_write
+from .store import StoredSession, Write, check_meta, check_session_id
 
 if TYPE_CHECKING:
     import redis
@@ -269,18 +268,10 @@ class RedisCore(OperationStore):
         meta = {_text(key): _text(value) for key, value in raw_meta.items()}
         return StoredSession(version, components, meta)
 
-    def _write_dialogue(
-        self,
-        operation: str,
-        session_id: str,
-        components: Iterable[Component],
-        expected_version: int,
-    ) -> Operation[Command, int]:
+    def _write_dialogue(self, write: Write) -> Operation[Command, int]:
         """An ``append`` or ``replace``: one script, again in full if entries were missing."""
-        owner = f"{self._kind}.{operation}"
-        items = check_write(
-            owner, session_id, components, expected_version, append=operation == "append"
-        )
+        owner, session_id, items = write.owner, write.session_id, write.items
+        operation, expected_version = write.operation, write.expected_version
         version_key, log_key, _, writes_key, checkpoints_key = self._keys(session_id)
 
         def attempt(encoded: Encoded) -> Operation[Command, int]:

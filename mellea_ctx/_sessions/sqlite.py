@@ -37,7 +37,7 @@ from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .operations import run, single
-from .store import StoredSession, check_meta, check_session_id, check_write
+from .store import StoredSession, Write, check_meta, check_session_id
 
 #: The layout this module reads and writes, kept in the file's ``user_version``. Version 2
 #: added the ``checkpoints`` table (each checkpoint of a chain stored once, :mod:`.chains`);
@@ -216,7 +216,8 @@ class SQLiteStore:
             SessionStoreError: When the file stays locked past ``timeout`` or
                 cannot be written.
         """
-        return self._write_dialogue("append", session_id, components, expected_version)
+        write = Write.checked("SQLiteStore", "append", session_id, components, expected_version)
+        return self._write_dialogue(write)
 
     def replace(
         self, session_id: str, components: Iterable[Component], *, expected_version: int
@@ -232,7 +233,8 @@ class SQLiteStore:
             SessionStoreError: When the file stays locked past ``timeout`` or
                 cannot be written.
         """
-        return self._write_dialogue("replace", session_id, components, expected_version)
+        write = Write.checked("SQLiteStore", "replace", session_id, components, expected_version)
+        return self._write_dialogue(write)
 
     def set_meta(self, session_id: str, key: str, value: str | None) -> None:
         """Set one metadata key, or delete it when ``value`` is ``None``.
@@ -389,17 +391,10 @@ class SQLiteStore:
         )
         return SessionStoreError(msg)
 
-    def _write_dialogue(
-        self,
-        operation: str,
-        session_id: str,
-        components: Iterable[Component],
-        expected_version: int,
-    ) -> int:
+    def _write_dialogue(self, write: Write) -> int:
         """An ``append`` or ``replace``: one transaction, again in full if entries were missing."""
-        owner = f"SQLiteStore.{operation}"
-        append = operation == "append"
-        items = check_write(owner, session_id, components, expected_version, append=append)
+        owner, session_id, items = write.owner, write.session_id, write.items
+        operation, append, expected_version = write.operation, write.append, write.expected_version
 
         def transaction(encoded: Encoded) -> int:
             records = encoded.records

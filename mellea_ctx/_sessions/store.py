@@ -208,19 +208,38 @@ def check_meta(owner: str, key: object, value: object) -> tuple[str, str | None]
     return key, value
 
 
-def check_write(
-    owner: str, session_id: object, components: object, expected_version: object, *, append: bool
-) -> tuple[Component, ...]:
-    """Check an ``append`` (at least one component) or ``replace``; return its components.
+@attrs.define(frozen=True, slots=True)
+class Write:
+    """An ``append`` or ``replace``, its arguments checked: what a store's write is handed."""
 
-    Raises:
-        InvalidArgumentError: As :func:`check_session_id`, :func:`check_version`
-            and :func:`check_components` do.
-        InvalidComponentError: As :func:`check_components` does.
-    """
-    check_session_id(owner, session_id)
-    check_version(owner, expected_version)
-    return check_components(owner, components, allow_empty=not append)
+    owner: str  # "RedisStore.append": what the errors name
+    session_id: str
+    items: tuple[Component, ...]
+    expected_version: int
+    append: bool
+
+    @property
+    def operation(self) -> str:
+        """``"append"`` or ``"replace"``."""
+        return "append" if self.append else "replace"
+
+    @classmethod
+    def checked(
+        cls, kind: str, operation: str, session_id: object, components: object, expected: object
+    ) -> Write:
+        """Check an ``append`` (at least one component) or ``replace`` of ``kind``'s store.
+
+        Raises:
+            InvalidArgumentError: As :func:`check_session_id`, :func:`check_version`
+                and :func:`check_components` do.
+            InvalidComponentError: As :func:`check_components` does.
+        """
+        owner = f"{kind}.{operation}"
+        append = operation == "append"
+        checked_id = check_session_id(owner, session_id)
+        version = check_version(owner, expected)
+        items = check_components(owner, components, allow_empty=not append)
+        return cls(owner, checked_id, items, version, append)
 
 
 def _surrogate_at(text: str) -> int | None:
