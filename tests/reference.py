@@ -276,7 +276,27 @@ def budget_cut(
     boundary: str,
     room: Callable[[Sequence[Component], int], int] | None = None,
 ) -> tuple[int, int]:
-    """Return ``(p, k)``: the span a due ``TokenBudgetCompactor`` replaces.
+    """Return ``(p, k)``: the span a due ``TokenBudgetCompactor`` replaces (see
+    :func:`budget_plan`)."""
+    p, k, _ = budget_plan(
+        items, counter, pin, keep=keep, target=target, reserve=reserve, boundary=boundary, room=room
+    )
+    return p, k
+
+
+def budget_plan(
+    items: Sequence[Component],
+    counter: Any,
+    pin: Any,
+    *,
+    keep: int,
+    target: int,
+    reserve: int,
+    boundary: str,
+    room: Callable[[Sequence[Component], int], int] | None = None,
+) -> tuple[int, int, int]:
+    """Return ``(p, k, reserve)``: the span a due ``TokenBudgetCompactor`` replaces, and the
+    room it reserved for the checkpoint when it last folded.
 
     Keep the most recent ``keep`` tokens, widened back to the start of the
     turn that holds the cut; then, while the estimate (prefix, ``reserve``
@@ -290,7 +310,7 @@ def budget_cut(
     p = prefix_end(items, pin)
     starts = turn_starts(items, p, boundary)
     if not starts or starts[-1] <= p:
-        return p, p
+        return p, p, reserve
     cut, kept = len(items), 0
     while cut > p and kept < keep:
         cut -= 1
@@ -305,18 +325,18 @@ def budget_cut(
         return starts[-1] if starts[-1] > kept_from else kept_from
 
     k = fold(reserve)
+    used = reserve
     if room is not None and k > p:
         most = max(target - prefix - total(items[starts[-1] :], counter), 1)
         for _ in range(2):
-            widened = fold(max(reserve, min(room(items[p:k], most), most)))
+            used = max(reserve, min(room(items[p:k], most), most))
+            widened = fold(used)
             if widened == k:
                 break
             k = widened
-    if k <= p:
-        return p, p
-    if k - p == 1 and isinstance(items[p], Checkpoint):
-        return p, p
-    return p, k
+    if k <= p or (k - p == 1 and isinstance(items[p], Checkpoint)):
+        return p, p, used
+    return p, k, used
 
 
 def replaced_count(span: Sequence[Component]) -> int:

@@ -441,7 +441,18 @@ class TestBounds:
             prefix = ref.total(items[:p], step.counter)
             kept = ref.total(items[k:], step.counter)
             earlier = max((s for s in starts if s < k), default=p)
-            estimate = prefix + compactor.summary_tokens + ref.total(items[earlier:], step.counter)
+            # The room the checkpoint was given: summary_tokens, or what its ledger needs.
+            _, _, reserve = ref.budget_plan(
+                items,
+                step.counter,
+                step.summarizer.settings.pin_predicate,
+                keep=compactor.keep_recent_tokens,
+                target=compactor.target_tokens,
+                reserve=compactor.summary_tokens,
+                boundary=compactor.boundary,
+                room=_room(step.counter) if compactor._sizes_checkpoint else None,
+            )
+            estimate = prefix + reserve + ref.total(items[earlier:], step.counter)
 
             assert k in starts  # a turn boundary: the current turn is never split
             assert k <= starts[-1]
