@@ -40,7 +40,7 @@ from mellea_ctx import (
 
 __all__ = [
     "Model",
-    "budget_cut",
+    "budget_plan",
     "compact",
     "exchange_spans",
     "model_add",
@@ -263,25 +263,6 @@ def turn_starts(items: Sequence[Component], p: int, boundary: str) -> list[int]:
     if boundary == "auto" and len(found) <= 1:  # one user turn: model steps
         found = starts(steps)
     return found
-
-
-def budget_cut(
-    items: Sequence[Component],
-    counter: Any,
-    pin: Any,
-    *,
-    keep: int,
-    target: int,
-    reserve: int,
-    boundary: str,
-    room: Callable[[Sequence[Component], int], int] | None = None,
-) -> tuple[int, int]:
-    """Return ``(p, k)``: the span a due ``TokenBudgetCompactor`` replaces (see
-    :func:`budget_plan`)."""
-    p, k, _ = budget_plan(
-        items, counter, pin, keep=keep, target=target, reserve=reserve, boundary=boundary, room=room
-    )
-    return p, k
 
 
 def budget_plan(

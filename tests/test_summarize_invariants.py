@@ -172,7 +172,7 @@ def expect(s: Summarizer, items: tuple[Component, ...], counter: Any, **how: Any
         p, k = ref.summarize_cut(items, compactor.keep_n, pin)
     else:
         due = how.get("force", False) or size > compactor.max_tokens
-        p, k = ref.budget_cut(
+        p, k, _ = ref.budget_plan(
             items,
             counter,
             pin,
