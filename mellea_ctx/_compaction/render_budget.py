@@ -332,8 +332,9 @@ def _estimated(
     count: Callable[[str], int],
     history_tokens: int | None,
     state_tokens: int | None,
-) -> list[LedgerEntry]:
-    """The entries :func:`choose_entries` takes by priority, each line's tokens estimated."""
+) -> tuple[list[LedgerEntry], int]:
+    """The entries :func:`choose_entries` takes by priority, each line's tokens estimated,
+    and the block's estimated tokens."""
     chosen: list[LedgerEntry] = []
     spent = count(STATE_HEADING) + 1
     kinds: set[str] = set()
@@ -348,7 +349,7 @@ def _estimated(
         chosen.append(entry)
         kinds.add(entry.kind)
         spent += cost
-    return chosen
+    return chosen, spent
 
 
 def state_tokens(ledger: Ledger, count: Callable[[str], int], state_cap: int) -> int:
@@ -366,16 +367,10 @@ def state_tokens(ledger: Ledger, count: Callable[[str], int], state_cap: int) ->
     """
     if not ledger:
         return 0
-    chosen = _estimated(ledger, sys.maxsize, count, 0, state_cap)
+    chosen, spent = _estimated(ledger, sys.maxsize, count, 0, state_cap)
     if not chosen:
         return 0
     # As choose_entries estimates it, line by line: with less, it would skip an entry.
-    spent = count(STATE_HEADING) + 1
-    root = file_root(ledger.entries)
-    kinds: set[str] = set()
-    for entry in chosen:
-        spent += _entry_cost(entry, root, kinds, count)
-        kinds.add(entry.kind)
     return max(spent, count(render_entries(chosen)))
 
 
@@ -404,7 +399,7 @@ superseded=(), state=''),))
     """
     if not ledger or max_tokens <= 0:
         return (), tuple(ledger.entries)
-    chosen = _estimated(ledger, max_tokens, count, history_tokens, state_tokens)
+    chosen, _ = _estimated(ledger, max_tokens, count, history_tokens, state_tokens)
     while chosen and count(render_entries(chosen)) > max_tokens:
         chosen.pop()  # the estimate ran over: drop the least important chosen
     keys = {entry.key for entry in chosen}

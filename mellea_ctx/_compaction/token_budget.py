@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._core.boundaries import is_safe_cut
 from .._core.checkpoint import Checkpoint
 from .._core.checks import require_choice, require_int
+from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError
 from .._core.pins import PinPredicate, pin_system
 from .._core.protocols import Backend, CompactCall, InlineCompactor, Steps
-from .._core.tokens import count_all, count_memoized
+from .._core.tokens import TokenCounter, count_all, count_memoized
 from .._core.tool_tokens import request_overhead
 from .backoff import validate_backoff
 from .budget import Window, resolve_budget
@@ -219,7 +220,7 @@ class TokenBudgetCompactor(InlineCompactor):
         kept_from = eligible[-1] if eligible else p
         prefix_tokens = count_all(counter, items[:p])
         fixed = prefix_tokens + request_overhead.get()
-        k = self._fold(ctx, starts, kept_from, fixed + self.summary_tokens)
+        k = self._fold(items, counter, starts, kept_from, fixed + self.summary_tokens)
         size: int | None = None
         if self._sizes_checkpoint and k > p:
             # The checkpoint needs room for what the ledger of its span must keep (all
@@ -231,7 +232,7 @@ class TokenBudgetCompactor(InlineCompactor):
             for _ in range(2):
                 needed = checkpoint_room(ctx, items[p:k], most)
                 size = max(self.summary_tokens, min(needed, most))
-                widened = self._fold(ctx, starts, kept_from, fixed + size)
+                widened = self._fold(items, counter, starts, kept_from, fixed + size)
                 if widened == k:
                     break
                 k = widened
@@ -245,13 +246,13 @@ class TokenBudgetCompactor(InlineCompactor):
             return p, p, "only the previous checkpoint lies before the recent dialogue", None
         return p, k, "", size
 
-    def _fold(self, ctx: ChatContext, starts: list[int], k: int, fixed: int) -> int:
+    def _fold(
+        self, items: list[Component], counter: TokenCounter, starts: list[int], k: int, fixed: int
+    ) -> int:
         """The span's end: from ``k``, turns folded into the summary while ``fixed`` plus
         the kept tail misses the target (the current turn always stays)."""
         # The kept tail shrinks turn by turn: subtract each folded turn from its
         # total instead of recounting the tail (that was O(turns x history)).
-        items = ctx.as_list()
-        counter = ctx.counter
         tail = count_all(counter, items[k:])
         for start in starts:
             if start <= k:
