@@ -265,6 +265,21 @@ def turn_starts(items: Sequence[Component], p: int, boundary: str) -> list[int]:
     return found
 
 
+def budget_starts(
+    items: Sequence[Component], p: int, counter: Any, *, boundary: str, target: int, reserve: int
+) -> list[int]:
+    """Return where a ``TokenBudgetCompactor``'s turns begin: :func:`turn_starts`, and with
+    ``boundary="auto"`` and two user turns or more, the model steps of a current turn that
+    alone (with the prefix and ``reserve``) is over ``target``."""
+    starts = turn_starts(items, p, boundary)
+    if boundary != "auto" or len(starts) < 2 or any(items[s].role != "user" for s in starts):
+        return starts
+    current = starts[-1]
+    if total(items[:p], counter) + reserve + total(items[current:], counter) <= target:
+        return starts
+    return starts + [s for s in turn_starts(items, p, "model_step") if s > current]
+
+
 def budget_plan(
     items: Sequence[Component],
     counter: Any,
@@ -282,14 +297,18 @@ def budget_plan(
     Keep the most recent ``keep`` tokens, widened back to the start of the
     turn that holds the cut; then, while the estimate (prefix, ``reserve``
     for the summary, what is kept) is above ``target``, fold the next turn
-    into the summary, down to the current turn, which is never split.
+    into the summary, down to the current turn, which is never split. With
+    ``boundary="auto"`` and two user turns or more, a current turn that alone
+    is over the target (with the prefix and ``reserve``) is cut at its model
+    steps, as a body of one user turn always is.
     With ``room`` (the compactor sizes its checkpoint: ``room(span, cap)`` is
     what the span's ledger needs within ``cap``), the reserve becomes that
     room, at least ``reserve`` and at most what the target leaves beside the
     current turn, and the fold runs again for it, twice at most.
     """
     p = prefix_end(items, pin)
-    starts = turn_starts(items, p, boundary)
+    starts = budget_starts(items, p, counter, boundary=boundary, target=target, reserve=reserve)
+    prefix = total(items[:p], counter)
     if not starts or starts[-1] <= p:
         return p, p, reserve
     cut, kept = len(items), 0
@@ -297,7 +316,6 @@ def budget_plan(
         cut -= 1
         kept += _count(counter, items[cut])
     kept_from = max((s for s in starts if s <= cut), default=p)
-    prefix = total(items[:p], counter)
 
     def fold(size: int) -> int:
         for start in [kept_from, *(s for s in starts if s > kept_from)]:

@@ -577,6 +577,59 @@ class TestTokenBudgetCompactor:
         assert isinstance(out[1], Checkpoint)
         assert out[2].role == "user"  # several user turns: the cut stays at user input
 
+    def test_a_current_turn_over_the_target_is_cut_at_its_model_steps(self) -> None:
+        """Issue 21: two user turns, the second an agent run over the target on its own.
+
+        Cut at user input only, the current turn stayed whole and the result was left
+        above the target (``over_target``); the default now cuts inside it at model
+        steps, as it does a body of one user turn, and lands within the target.
+        """
+        steps: list[Component] = [SYSTEM, *turns(2), Message("user", "Now rebook it.")]
+        for i in range(8):
+            call = ToolCall(f"c{i}", "search", {"day": i})
+            steps += [
+                Message("assistant", f"Searching day {i}.", tool_calls=[call]),
+                ToolMessage("flight " * 80, tool_call_id=f"c{i}"),
+            ]
+        ctx = build(*steps)
+        records: list[CompactionRecord] = []
+        compactor = TokenBudgetCompactor(
+            max_tokens=400,
+            keep_recent_tokens=150,
+            default_backend=reply("S."),
+            on_record=records.append,
+        )
+        items = compactor.compact(ctx).as_list()
+        assert isinstance(items[1], Checkpoint)
+        assert items[2].role == "assistant" and items[2].tool_calls  # a whole step kept
+        assert not records[-1].over_target
+        assert sum(ctx.counter.count(c) for c in items) <= 400
+        by_user_turns = TokenBudgetCompactor(
+            max_tokens=400,
+            default_backend=reply("S."),
+            boundary="user_turn",
+            on_record=records.append,
+        )
+        by_user_turns.compact(ctx)  # the older turns only: the current one stays whole
+        assert records[-1].over_target
+
+    def test_a_current_turn_that_fits_is_never_cut(self) -> None:
+        """Issue 21: while the current turn fits the target, the cut stays at user input."""
+        steps: list[Component] = [SYSTEM, *turns(6), Message("user", "Now rebook it.")]
+        call = ToolCall("c1", "search", {"day": 1})
+        steps += [
+            Message("assistant", "Searching.", tool_calls=[call]),
+            ToolMessage("flight " * 20, tool_call_id="c1"),
+            Message("assistant", "Done."),
+        ]
+        ctx = build(*steps)
+        compactor = TokenBudgetCompactor(
+            max_tokens=ctx.token_count - 10, keep_recent_tokens=1, default_backend=reply("S.")
+        )
+        items = compactor.compact(ctx).as_list()
+        assert isinstance(items[1], Checkpoint)
+        assert items[2] == Message("user", "Now rebook it.")
+
     def test_force_compacts_under_budget(self) -> None:
         """force=True compacts whatever the size."""
         ctx = build(SYSTEM, *turns(6))

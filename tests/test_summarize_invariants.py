@@ -437,7 +437,14 @@ class TestBounds:
             if not step.applied:
                 continue
             compactor, items, p, k = step.compactor, step.items, step.expected.p, step.expected.k
-            starts = ref.turn_starts(items, p, compactor.boundary)
+            starts = ref.budget_starts(
+                items,
+                p,
+                step.counter,
+                boundary=compactor.boundary,
+                target=compactor.target_tokens,
+                reserve=compactor.summary_tokens,
+            )
             prefix = ref.total(items[:p], step.counter)
             kept = ref.total(items[k:], step.counter)
             earlier = max((s for s in starts if s < k), default=p)
@@ -472,7 +479,14 @@ class TestBounds:
                 assert (record.tokens_after > target) == record.over_target
                 assert step.result.token_count == record.tokens_after
             if step.applied and step.result.token_count > target:
-                starts = ref.turn_starts(step.items, step.expected.p, compactor.boundary)
+                starts = ref.budget_starts(
+                    step.items,
+                    step.expected.p,
+                    step.counter,
+                    boundary=compactor.boundary,
+                    target=target,
+                    reserve=compactor.summary_tokens,
+                )
                 summary = step.counter.count(step.checkpoint)
 
                 assert summary > compactor.summary_tokens or step.expected.k == starts[-1]

@@ -61,7 +61,10 @@ class TokenBudgetCompactor(InlineCompactor):
     when it is a single user turn (an agent run: one instruction, then
     steps), every model step (an assistant message, with the tool results
     that answer it) is a turn of its own, so the budget keeps whole steps
-    instead. ``"user_turn"`` and ``"model_step"`` choose one always.
+    instead. So is every step of a current user turn that alone, with the
+    pinned prefix and ``summary_tokens``, is over the target (a chat whose
+    last request started an agent run); a current turn that fits is never
+    cut. ``"user_turn"`` and ``"model_step"`` choose one always.
 
     It calls a model only past the trigger, so it may ride inline; each such
     add then blocks for the summary.
@@ -198,10 +201,21 @@ class TokenBudgetCompactor(InlineCompactor):
                 and is_safe_cut(items, index, table, loop=loop)
             ]
 
-        steps = ("user", "assistant")
-        starts = turn_starts(steps if self.boundary == "model_step" else ("user",))
-        if self.boundary == "auto" and len(starts) <= 1:
-            starts = turn_starts(steps)  # one user turn: an agent run, cut at model steps
+        counter = ctx.counter
+        prefix_tokens = count_all(counter, items[:p])
+        fixed = prefix_tokens + request_overhead.get()
+        starts = turn_starts(("user",) if self.boundary == "user_turn" else ("user", "assistant"))
+        if self.boundary == "auto":
+            users = [start for start in starts if items[start].role == "user"]
+            # One user turn is an agent run: cut at model steps. Of two or more, a current
+            # turn that alone leaves no room in the target is one too: cut inside it.
+            if len(users) >= 2:
+                current = users[-1]
+                alone = fixed + self.summary_tokens + count_all(counter, items[current:])
+                if alone <= self.target_tokens:
+                    starts = users
+                else:
+                    starts = users + [start for start in starts if start > current]
         if not starts or starts[-1] <= p:
             reason = (
                 "the current turn begins at the pinned prefix, so there is no older dialogue "
@@ -209,7 +223,6 @@ class TokenBudgetCompactor(InlineCompactor):
                 'turn: try boundary="model_step")'
             )
             return p, p, reason, None
-        counter = ctx.counter
         # Keep at least keep_recent_tokens: walk back, then widen to a turn start.
         kept = 0
         cut = n
@@ -218,8 +231,6 @@ class TokenBudgetCompactor(InlineCompactor):
             kept += count_memoized(counter, items[cut])
         eligible = [start for start in starts if start <= cut]
         kept_from = eligible[-1] if eligible else p
-        prefix_tokens = count_all(counter, items[:p])
-        fixed = prefix_tokens + request_overhead.get()
         k = self._fold(items, counter, starts, kept_from, fixed + self.summary_tokens)
         size: int | None = None
         if self._sizes_checkpoint and k > p:
