@@ -142,3 +142,48 @@ class TestARealSpan:
         assert {t for t in tests if t not in summary} == set()
         assert {f for f in edited if f not in summary} == set()
         assert default_counter().count_text(summary) <= 3_000
+
+
+class TestWhatHappened:
+    """Issue 21, item 5: the summary says what happened, not what a read file holds."""
+
+    @given(
+        number=st.integers(min_value=1, max_value=9_999),
+        mark=st.sampled_from(["→", "\t", ": ", "| "]),
+        code=st.sampled_from(
+            [
+                "body { font-family: sans-serif; background: #1a1a2e; }",
+                "const total = items.reduce((a, b) => a + b, 0);",
+                "def handle_event(name, params, socket) do {",
+                "Retry logic uses exponential backoff with jitter capped here",
+            ]
+        ),
+    )
+    @settings(max_examples=40, deadline=None)
+    def test_a_numbered_line_of_a_read_file_is_never_quoted(
+        self, number: int, mark: str, code: str
+    ) -> None:
+        """A file's line as a read tool shows it (``12→``, ``12\\t``, ``12: ``) is data."""
+        text = (
+            "[user] Explain the stylesheet of the dashboard page.\n"
+            f"[tool] {number}{mark}{code}\n"
+            "[assistant] The dashboard uses one dark theme for every page."
+        )
+        summary = summarize(text, 200)
+        assert code not in summary
+        assert "The dashboard uses one dark theme for every page." in summary
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "  color: #e0e0e0; background: #16213e; border-radius: 4px;",
+            ".badge { display: inline-block; padding: 0.15rem 0.5rem {",
+            "if (window.location.protocol === 'https:') return secureSocket }",
+        ],
+    )
+    def test_a_line_of_code_is_never_quoted(self, line: str) -> None:
+        """A line that ends as code does (a statement, a block) is not a sentence."""
+        text = f"[tool] {line}\n[assistant] The theme is applied by the layout component."
+        summary = summarize(text, 200)
+        assert line.strip() not in summary
+        assert "The theme is applied by the layout component." in summary

@@ -32,7 +32,7 @@ import attrs
 
 from .._core.checks import require_int, require_number
 from .._core.components import Component, ModelOutputThunk, ReactInitiator, ToolCall, Usage
-from .._core.ledger import derive_ledger, strip_label
+from .._core.ledger import LISTING_LINE, derive_ledger, strip_label
 from .._core.protocols import BaseBackend
 from .._core.tokens import count_all, default_counter
 from .._core.tools import Tool
@@ -405,7 +405,8 @@ class ExtractiveBackend(BaseBackend):
         their outcomes: :func:`~mellea_ctx.derive_ledger` over the
         components the transcript was rendered from) is left to the
         checkpoint's ledger, and a statement a later one superseded is never
-        repeated; tool-call arguments and tool output are never quoted. The
+        repeated; tool-call arguments are never quoted, nor a tool output's lines
+        of data (JSON, markup, a read file's numbered lines, lines of code). The
         result, counted as a whole under ``o200k_base``, is never over
         ``budget``.
 
@@ -526,10 +527,21 @@ def _carried(sentence: str, carried: list[str]) -> bool:
     return any(bare in value or value in sentence for value in carried)
 
 
+# How a line of code ends (a statement, a block, an item of a literal): never a sentence's end.
+_CODE_ENDS = (";", "{", "}", "};")
+
+
 def _is_data(text: str) -> bool:
-    """A line of JSON, code or markup rather than a sentence someone wrote."""
+    """A line of JSON, code or markup rather than a sentence someone wrote.
+
+    Examples:
+        >>> _is_data("12→      body { margin: 0; }"), _is_data("The parser fails on tabs.")
+        (True, False)
+    """
     stripped = text.strip()
     if stripped[:1] in "{[<" or stripped.startswith(("```", "$ ", ">>>")):
         return True
+    if LISTING_LINE.match(stripped) or stripped.endswith(_CODE_ENDS):
+        return True  # a file's line as a read tool shows it, or a line of code
     symbols = sum(1 for ch in stripped if ch in '{}[]<>=;"\\|`')
     return symbols > max(4, len(stripped) // 12)

@@ -695,7 +695,7 @@ def _statement_lines(text: str) -> Iterator[str]:
     for raw in text.splitlines():
         line = raw.strip().lstrip("-*• ").strip()
         # Not too short, a statement maybe, and not a numbered line of a file's listing.
-        if len(line) >= 8 and _maybe_statement(line) and not _LINE_NUMBER.match(raw):
+        if len(line) >= 8 and _maybe_statement(line) and not LISTING_LINE.match(raw):
             yield line
 
 
@@ -1245,7 +1245,9 @@ def _bounded_names(ledger: Ledger) -> Ledger:
     return Ledger(entry for entry in ledger.entries if entry.key not in dropped)
 
 
-_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
+#: The number a read tool prints before each line of a file (``12→``, ``12\t``, ``12: ``,
+#: ``12| ``): such a line is the file's content, never a statement.
+LISTING_LINE = re.compile(r"^\s*\d+(?:→|\t|: |\| )", re.M)
 _DEFINITION = re.compile(
     r"^[ \t]*(?:export[ \t]+|pub[ \t]+|async[ \t]+|static[ \t]+|public[ \t]+|private[ \t]+)*"
     r"(?:def|defp|defmacro|defmodule|class|function|func|fn|module|interface|struct|enum|"
@@ -1292,7 +1294,7 @@ def _defines(found: list[LedgerEntry], call_id: str, output: str, reads: _Reads)
     position = reads.newest_file(found, call_id)
     if position is not None:
         entry = found[position]
-        names = list(dict.fromkeys(_DEFINITION.findall(_LINE_NUMBER.sub("", output))))
+        names = list(dict.fromkeys(_DEFINITION.findall(LISTING_LINE.sub("", output))))
         if names:
             shown = ", ".join(names[:_DEFINED]) + (", …" if len(names) > _DEFINED else "")
             path = entry.key[len("file:") :]
