@@ -31,6 +31,9 @@ Operation = Generator[R, Any, T]
 def run(operation: Operation[R, T], execute: Callable[[R], Any]) -> T:
     """Run ``operation``, answering each request with ``execute(request)``; return its result.
 
+    This is :func:`arun`'s loop, driven by hand: with a sync ``execute`` its
+    coroutine never suspends, so one ``send`` runs it to the end.
+
     Examples:
         >>> def double() -> Operation[int, int]:
         ...     reply = yield 21
@@ -38,22 +41,25 @@ def run(operation: Operation[R, T], execute: Callable[[R], Any]) -> T:
         >>> run(double(), lambda n: n)
         42
     """
+
+    async def answer(request: R) -> Any:
+        return execute(request)
+
+    driver = arun(operation, answer)
     try:
-        request = next(operation)
-        while True:
-            try:
-                reply = execute(request)
-            except BaseException as exc:
-                request = operation.throw(exc)
-            else:
-                request = operation.send(reply)
+        driver.send(None)
     except StopIteration as done:
         result: T = done.value
         return result
+    driver.close()
+    msg = "run: the operation's driver suspended, which a sync execute never does"
+    raise AssertionError(msg)
 
 
 async def arun(operation: Operation[R, T], execute: Callable[[R], Awaitable[Any]]) -> T:
-    """:func:`run` with an async ``execute``: each request's reply is awaited.
+    """Run ``operation``, answering each request with ``await execute(request)``; return its result.
+
+    The one driver loop: :func:`run` runs it too.
 
     Examples:
         >>> import asyncio
