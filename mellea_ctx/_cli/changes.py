@@ -19,7 +19,7 @@ from .._formats.transcripts import wire_of
 
 def unit_of(fmt: str) -> str:
     """A transcript format's own unit, what its file is a list of: ``"turn"`` for Anthropic."""
-    return wire_of(fmt).unit
+    return wire_of(fmt).shape.unit
 
 
 @attrs.frozen
@@ -60,7 +60,7 @@ def units(document: Any, fmt: str) -> list[Any]:
     string, which is one user item) or ``contents`` (Gemini): each format's
     ``units`` says.
     """
-    return wire_of(fmt).units(document)
+    return wire_of(fmt).rules.units(document)
 
 
 def _key(unit: Any) -> str:

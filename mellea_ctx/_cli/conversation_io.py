@@ -187,7 +187,7 @@ def window_unit(fmt: str) -> str | None:
     results, a call and its text); other formats count messages (``None``).
     """
     wire = wire_of(fmt)
-    return wire.unit if wire.grouped else None
+    return wire.shape.unit if wire.shape.grouped else None
 
 
 def turn_of(transcript: Transcript) -> list[int]:
@@ -201,7 +201,7 @@ def turn_of(transcript: Transcript) -> list[int]:
         return list(range(len(transcript.components)))
     out: list[int] = []
     turn, previous = -1, None
-    system = wire_of(transcript.format).system  # the system prompt belongs to no turn
+    system = wire_of(transcript.format).shape.system  # the system prompt belongs to no turn
     for label in transcript.locations:
         if system is not None and label == system:
             out.append(-1)

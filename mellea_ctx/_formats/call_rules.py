@@ -369,7 +369,7 @@ def repair_changes(
     """:func:`repair_history`, with each change as ``(input index, change)``, never parsed back."""
     from .registry import wire_format  # the registry's formats import this module
 
-    return wire_format(provider).repair(list(components))
+    return wire_format(provider).rules.repair(list(components))
 
 
 def _applied(

@@ -115,5 +115,5 @@ def problems(
         (1, 'message 1', 'content')
     """
     items = components if isinstance(components, Sequence) else list(components)
-    found = wire_format(provider).problems(items, label)
+    found = wire_format(provider).rules.problems(items, label)
     return sorted(found, key=lambda p: -1 if p.index is None else p.index)

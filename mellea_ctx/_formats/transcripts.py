@@ -46,13 +46,13 @@ def wire_of(fmt: str) -> WireFormat:
 
 def title(fmt: str) -> str:
     """How the command line names a file format: ``"OpenAI JSONL"``, ``"Gemini"``."""
-    shown = wire_of(fmt).title
+    shown = wire_of(fmt).shape.title
     return f"{shown} {fmt.upper()}" if fmt in _CHAT_FILES else shown
 
 
 def parse(data: object, fmt: Provider, source: str) -> Reading:
     """Read a file's JSON value in wire format ``fmt``: components, locations, envelope."""
-    return wire_format(fmt).read(data, source, None)
+    return wire_format(fmt).rules.read(data, source, None)
 
 
 def wire_document(
@@ -63,11 +63,11 @@ def wire_document(
     lost: list[str] | None = None,
 ) -> Any:
     """Return ``components`` as wire format ``fmt``'s JSON value, inside ``body``'s other keys."""
-    return wire_format(fmt).write(components, body, lost)
+    return wire_format(fmt).rules.write(components, body, lost)
 
 
 def _read_as(wire: WireFormat, data: object, source: str, text: str | None) -> Transcript:
-    components, locations, envelope = wire.read(data, source, text)
+    components, locations, envelope = wire.rules.read(data, source, text)
     fmt: TranscriptFormat = "json" if wire.name == "openai" else wire.name
     return Transcript(components, fmt, locations, envelope, raw=data)
 
@@ -98,8 +98,8 @@ def parse_any(text: str, source: str, fmt: TranscriptFormat | None, suffix: str)
 
 def _parse_as(wire: WireFormat, text: str, source: str) -> Transcript:
     """A file named to be in ``wire``'s format (an empty one is refused, with what to expect)."""
-    if wire.empty is not None and not text.strip():
-        msg = f"{source}: the file is empty; expected {wire.empty}"
+    if wire.shape.empty is not None and not text.strip():
+        msg = f"{source}: the file is empty; expected {wire.shape.empty}"
         raise InvalidContextError(msg)
     return _read_as(wire, loads(text, source), source, text)
 
@@ -153,7 +153,7 @@ def transcript_document(
     """
     if fmt == "jsonl" and envelope is None:
         return dumps_messages(to_openai(components, lost=lost), fmt)
-    return dumps_document(wire_of(fmt).write(components, envelope, lost))
+    return dumps_document(wire_of(fmt).rules.write(components, envelope, lost))
 
 
 def load_anthropic(path: str | os.PathLike[str]) -> list[Component]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._core.operations import Operation, arun
 from .faces import AsyncFace
-from .operations import Operation, arun
 from .redis import Command, RedisCore, Transaction, import_redis
 
 if TYPE_CHECKING:

@@ -40,9 +40,9 @@ import attrs
 from .._core.checkpoint import Checkpoint
 from .._core.components import CBlock, Component
 from .._core.exceptions import InvalidComponentError
+from .._core.operations import Operation
 from .._formats.checkpoint_records import chain, checkpoint_from_record, checkpoint_to_record
 from .._formats.serialize import component_from_record, component_to_record
-from .operations import Operation
 from .store import dump_records, stored_object
 
 R = TypeVar("R")

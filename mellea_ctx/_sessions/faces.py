@@ -1,6 +1,6 @@
 """The two faces of a store built on operations: the store protocol, sync and async, once.
 
-A store whose calls are operations (:mod:`.operations`) implements
+A store whose calls are operations (:mod:`~mellea_ctx._core.operations`) implements
 :class:`OperationStore`: one operation per call, no I/O. :class:`SyncFace` gives
 it :class:`~mellea_ctx.SessionStore`'s methods (and the lease's) by running each
 operation with the store's ``_run``; :class:`AsyncFace` gives it
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from .._core.components import Component
-from .operations import Operation
+from .._core.operations import Operation
 from .store import StoredSession, Write
 
 T = TypeVar("T")

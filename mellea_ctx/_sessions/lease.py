@@ -25,7 +25,7 @@ import weakref
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._core.checks import require_number
-from .operations import Operation, arun, run
+from .._core.operations import Operation, arun, run
 
 #: How often a worker that waits for a lease asks again, in seconds.
 POLL: float = 0.05

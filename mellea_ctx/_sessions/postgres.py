@@ -20,7 +20,7 @@ its default: a commit is acknowledged once its WAL is flushed).
 
 The sync and the async store share every check, statement and decision: each
 transaction is one *plan* (a generator that yields the statements to run and
-receives their rows), and each call one *operation* (:mod:`.operations`) that
+receives their rows), and each call one *operation* (:mod:`~mellea_ctx._core.operations`) that
 yields its plans (a write's second, full attempt is a second transaction).
 They differ only in the drivers that run them, with or without ``await``.
 """
@@ -37,9 +37,9 @@ import attrs
 
 from .._core.checks import require_int, require_number
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .._core.operations import Operation, arun, run
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .faces import AsyncFace, OperationStore, SyncFace
-from .operations import Operation, arun, run
 from .store import StoredSession, Write, check_meta, check_session_id
 
 T = TypeVar("T")

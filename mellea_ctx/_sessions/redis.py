@@ -40,7 +40,7 @@ snapshot, or, with persistence off, as long as the server process.
 
 :class:`RedisCore` holds what this store and :class:`~mellea_ctx.AsyncRedisStore`
 share: every check, key, script and decision, as *operations* that yield the
-commands to send (:mod:`.operations`); each store only sends them, with or
+commands to send (:mod:`~mellea_ctx._core.operations`); each store only sends them, with or
 without ``await``.
 """
 
@@ -55,9 +55,9 @@ from urllib.parse import urlsplit, urlunsplit
 import attrs
 
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .._core.operations import Operation, run
 from .chains import Chains, Encoded, MissingEntries, write_chains
 from .faces import OperationStore, SyncFace
-from .operations import Operation, run
 from .store import StoredSession, Write, check_meta, check_session_id
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class RedisCore(OperationStore):
     """What :class:`RedisStore` and :class:`~mellea_ctx.AsyncRedisStore` share: all but the I/O.
 
     The arguments and their checks, the keys, the scripts, each operation
-    (:mod:`.operations`: what it reads, writes and decides) and the words of
+    (:mod:`~mellea_ctx._core.operations`: what it reads, writes and decides) and the words of
     every error; the two stores differ only in their client and in running
     each :class:`Command` with or without ``await``.
     """

@@ -47,10 +47,10 @@ from .._core.exceptions import (
     SessionConflictError,
 )
 from .._core.nodes import require_components
+from .._core.operations import Operation, arun, run
 from .async_store import AsyncSessionStore, as_async_store
 from .lease import SessionLeases, aacquire, acquire, arelease, check_ttl, leases_of
 from .memory import MemoryStore
-from .operations import Operation, arun, run
 from .store import SessionStore, StoredSession, check_components, check_meta, check_session_id
 
 if TYPE_CHECKING:

@@ -35,8 +35,8 @@ from typing import Final
 from .._core.checks import require_number
 from .._core.components import Component
 from .._core.exceptions import InvalidArgumentError, SessionConflictError, SessionStoreError
+from .._core.operations import run, single
 from .chains import Chains, Encoded, MissingEntries, write_chains
-from .operations import run, single
 from .store import StoredSession, Write, check_meta, check_session_id
 
 #: The layout this module reads and writes, kept in the file's ``user_version``. Version 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -32,6 +33,7 @@ from mellea_ctx import (
     default_counter,
     repair_history,
 )
+from mellea_ctx._core.operations import Operation, arun, run
 from mellea_ctx._core.tool_tokens import Framing, count_tool_definitions, request_overhead
 from mellea_ctx._core.tools import Tool
 
@@ -112,8 +114,9 @@ def _without_prefix(
 class PairCompaction(Generic[T]):
     """How an adapter compacts ``(component, original)`` pairs: a compactor and its setting.
 
-    :meth:`run` and :meth:`arun` differ only in how they call the compactor
-    (``compact_with``, or an awaited ``acompact_with``).
+    :meth:`run` and :meth:`arun` run one operation (:mod:`~mellea_ctx._core.operations`)
+    and differ only in how they call the compactor (``compact_with``, or an
+    awaited ``acompact_with``).
 
     Attributes:
         compactor: Any of our compactors.
@@ -145,21 +148,21 @@ class PairCompaction(Generic[T]):
         object it stands for; what comes back is the compacted history as
         framework objects (the originals of the components kept).
         """
-        ctx = context_of(_with_prefix(pairs, self.prefix), self.counter)
-        with overhead(self.tools_tokens):
-            compacted = compact_with(self.compactor, ctx, backend=self.backend)
-        return self._back(ctx, compacted, pairs)
+        compact = partial(compact_with, self.compactor, backend=self.backend)
+        return run(self._compaction(pairs), compact)
 
     async def arun(self, pairs: Sequence[tuple[Component, T]]) -> list[T] | None:
         """Async form of :meth:`run`: awaits ``compactor.acompact`` when it has one."""
+        compact = partial(acompact_with, self.compactor, backend=self.backend)
+        return await arun(self._compaction(pairs), compact)
+
+    def _compaction(
+        self, pairs: Sequence[tuple[Component, T]]
+    ) -> Operation[ChatContext, list[T] | None]:
+        """Both forms' work: it yields the context to compact and is sent the result."""
         ctx = context_of(_with_prefix(pairs, self.prefix), self.counter)
         with overhead(self.tools_tokens):
-            compacted = await acompact_with(self.compactor, ctx, backend=self.backend)
-        return self._back(ctx, compacted, pairs)
-
-    def _back(
-        self, ctx: ChatContext, compacted: ChatContext, pairs: Sequence[tuple[Component, T]]
-    ) -> list[T] | None:
+            compacted: ChatContext = yield ctx
         if compacted is ctx:
             return None
         kept = _without_prefix(compacted, self.prefix, self.repair)

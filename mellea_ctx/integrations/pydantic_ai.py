@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Literal, overload
 
 from pydantic_ai import RunContext
@@ -44,6 +45,7 @@ from pydantic_ai import messages as pai
 from mellea_ctx import (
     Backend,
     BaseBackend,
+    ChatContext,
     Compactor,
     Component,
     Message,
@@ -60,6 +62,7 @@ from mellea_ctx import (
     default_counter,
 )
 from mellea_ctx._core.checks import require_choice, require_method
+from mellea_ctx._core.operations import Operation, arun, run
 from mellea_ctx._core.parts import OpaquePart, Part, TextPart, ThinkingPart
 
 from ._runner import context_of, definitions_tokens, overhead
@@ -402,28 +405,22 @@ def history_processor(
     require_choice("history_processor", "mode", mode, ("async", "sync"))
     count = counter or default_counter()
 
-    def prepare(
-        messages: list[pai.ModelMessage], ctx: RunContext[Any] | None
-    ) -> tuple[Any, dict[int, Origin], list[Component], int] | None:
+    def processing(
+        ctx: RunContext[Any] | None, messages: list[pai.ModelMessage]
+    ) -> Operation[ChatContext, list[pai.ModelMessage]]:
+        """Both processors' work: it yields the context to compact and is sent the result."""
         pairs = _components(messages)
         start = _tail_start(messages)
         body = [c for c, (index, _) in pairs if index < start]
         tail = [c for c, (index, _) in pairs if index >= start]
         if not body:
-            return None
+            return messages
         origins = {id(component): origin for component, origin in pairs}
         extra = _tools_tokens(ctx) + sum(count.count(c) for c in tail)
-        return context_of(body, counter), origins, tail, extra
-
-    def finish(
-        messages: list[pai.ModelMessage],
-        ctx: RunContext[Any] | None,
-        body: Any,
-        compacted: Any,
-        origins: dict[int, Origin],
-        tail: list[Component],
-    ) -> list[pai.ModelMessage]:
-        if compacted is body:
+        before = context_of(body, counter)
+        with overhead(extra):
+            compacted: ChatContext = yield before
+        if compacted is before:
             return messages
         kept = [*compacted.as_list(), *tail]
         kept_indices = {origins[id(c)][0] for c in kept if id(c) in origins}
@@ -434,23 +431,12 @@ def history_processor(
     def sync_processor(
         ctx: RunContext[Any], messages: list[pai.ModelMessage]
     ) -> list[pai.ModelMessage]:
-        prepared = prepare(messages, ctx)
-        if prepared is None:
-            return messages
-        body, origins, tail, extra = prepared
-        with overhead(extra):
-            compacted = compact_with(compactor, body, backend=backend)
-        return finish(messages, ctx, body, compacted, origins, tail)
+        return run(processing(ctx, messages), partial(compact_with, compactor, backend=backend))
 
     async def async_processor(
         ctx: RunContext[Any], messages: list[pai.ModelMessage]
     ) -> list[pai.ModelMessage]:
-        prepared = prepare(messages, ctx)
-        if prepared is None:
-            return messages
-        body, origins, tail, extra = prepared
-        with overhead(extra):
-            compacted = await acompact_with(compactor, body, backend=backend)
-        return finish(messages, ctx, body, compacted, origins, tail)
+        compact = partial(acompact_with, compactor, backend=backend)
+        return await arun(processing(ctx, messages), compact)
 
     return sync_processor if mode == "sync" else async_processor

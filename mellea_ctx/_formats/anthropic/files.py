@@ -1,10 +1,10 @@
 """Anthropic transcript files: telling one from OpenAI messages, and reading its JSON.
 
 The command line reads any transcript (``transcripts.read_any``); these are
-its Anthropic half. :func:`looks_anthropic` says whether parsed JSON is an
+its Anthropic half. :func:`detect` says whether parsed JSON is an
 Anthropic Messages transcript (an array of turns, or an object with
 ``system`` and ``messages``) rather than OpenAI Chat messages, and
-:func:`parse_anthropic` reads it, keeping an object's other keys (a request
+:func:`read` reads it, keeping an object's other keys (a request
 body's ``model``, ``max_tokens``...) as the envelope written back around it.
 """
 
@@ -28,7 +28,7 @@ def _text(value: object) -> bool:
     return isinstance(value, str)
 
 
-def looks_anthropic(data: object) -> bool:
+def detect(data: object) -> bool:
     """Return whether parsed JSON is an Anthropic transcript rather than OpenAI messages.
 
     An object is one when it has a ``messages`` list and either a ``system``
@@ -70,7 +70,7 @@ def _message_looks_anthropic(message: object) -> bool:
     )
 
 
-def parse_anthropic(
+def read(
     data: object, source: str, text: str | None = None
 ) -> tuple[list[Component], list[str], dict[str, Any] | None]:
     """Read an Anthropic transcript's parsed JSON: its components, their locations, its envelope.

@@ -1,4 +1,4 @@
-"""Anthropic Messages as the registry sees it (:class:`~.registry.WireFormat`)."""
+"""Anthropic Messages as the registry sees it (:class:`~.registry.FormatRules`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from ..._core.components import Component
 from ..call_rules import repair_calls, scan_anthropic
 from ..content_rules import anthropic_findings, content_problems
 from ..problems import Problem, per_component
-from ..registry import Change, WireFormat
-from .files import looks_anthropic, parse_anthropic, units
+from ..registry import Change, FileShape
+from .files import detect as detect
+from .files import read as read
+from .files import units as units
 from .write import anthropic_document
 
 
@@ -34,18 +36,11 @@ def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
     return repair_calls(items, anthropic_findings, scan_anthropic)
 
 
-FORMAT = WireFormat(
-    name="anthropic",
+#: What its files look like to the command line.
+SHAPE = FileShape(
     title="Anthropic Messages",
     unit="turn",
     grouped=True,
-    precedence=1,
-    detect=looks_anthropic,
-    read=parse_anthropic,
-    write=write,
-    units=units,
-    problems=problems,
-    repair=repair,
     empty="a JSON array of Messages API turns",
     system="system",
 )

@@ -1,4 +1,4 @@
-"""Gemini ``contents`` as the registry sees it (:class:`~.registry.WireFormat`)."""
+"""Gemini ``contents`` as the registry sees it (:class:`~.registry.FormatRules`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from ..._core.components import Component
 from ..call_rules import repair_calls, scan_anthropic
 from ..content_rules import anthropic_findings
 from ..problems import Problem, from_line
-from ..registry import Change, WireFormat
+from ..registry import Change, FileShape
 from . import _write
-from .files import detect, read, units, write
+from .files import detect as detect
+from .files import read as read
+from .files import units as units
+from .files import write as write
 from .rules import contents_problems, system_problems
 
 
@@ -35,17 +38,5 @@ def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
     return repair_calls(items, anthropic_findings, partial(scan_anthropic, opener=False))
 
 
-FORMAT = WireFormat(
-    name="gemini",
-    title="Gemini",
-    unit="content",
-    grouped=True,
-    precedence=2,
-    detect=detect,
-    read=read,
-    write=write,
-    units=units,
-    problems=problems,
-    repair=repair,
-    system="systemInstruction",
-)
+#: What its files look like to the command line.
+SHAPE = FileShape(title="Gemini", unit="content", grouped=True, system="systemInstruction")

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions as the registry sees it (:class:`~.registry.WireFormat`)."""
+"""OpenAI Chat Completions as the registry sees it (:class:`~.registry.FormatRules`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from ..._core.components import Component
 from ..call_rules import repair_calls, scan_openai
 from ..content_rules import content_problems, openai_findings
 from ..problems import Problem, per_component
-from ..registry import Change, WireFormat
+from ..registry import Change, FileShape
 from . import call_problems, to_openai
-from .files import detect, read, units
+from .files import detect as detect
+from .files import read as read
+from .files import units as units
 
 
 def write(
@@ -34,16 +36,5 @@ def repair(items: Sequence[Component]) -> tuple[list[Component], list[Change]]:
     return repair_calls(items, openai_findings, scan_openai)
 
 
-FORMAT = WireFormat(
-    name="openai",
-    title="OpenAI",
-    unit="message",
-    grouped=False,
-    precedence=0,
-    detect=detect,
-    read=read,
-    write=write,
-    units=units,
-    problems=problems,
-    repair=repair,
-)
+#: What its files look like to the command line.
+SHAPE = FileShape(title="OpenAI", unit="message")

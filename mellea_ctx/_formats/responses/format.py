@@ -1,4 +1,4 @@
-"""The OpenAI Responses API as the registry sees it (:class:`~.registry.WireFormat`)."""
+"""The OpenAI Responses API as the registry sees it (:class:`~.registry.FormatRules`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from ..._core.components import Component
 from ..call_rules import repair_calls, scan_openai
 from ..content_rules import Finding
 from ..problems import Problem, from_line
-from ..registry import Change, WireFormat
+from ..registry import Change, FileShape
 from . import _write
-from .files import detect, read, units, write
+from .files import detect as detect
+from .files import read as read
+from .files import units as units
+from .files import write as write
 from .rules import item_problems
 
 
@@ -33,16 +36,5 @@ def _no_findings(items: Sequence[Component]) -> list[Finding]:
     return []
 
 
-FORMAT = WireFormat(
-    name="responses",
-    title="OpenAI Responses",
-    unit="item",
-    grouped=False,
-    precedence=3,  # before Gemini: an array of typed items may also hold "parts"
-    detect=detect,
-    read=read,
-    write=write,
-    units=units,
-    problems=problems,
-    repair=repair,
-)
+#: What its files look like to the command line.
+SHAPE = FileShape(title="OpenAI Responses", unit="item")
