@@ -50,7 +50,7 @@ def _plain_defines(found: list[LedgerEntry], call_id: str, output: str) -> None:
         entry = found[position]
         if entry.kind == "file" and entry.source.endswith(f" {call_id}"):
             names = list(
-                dict.fromkeys(ledger._DEFINITION.findall(ledger._LINE_NUMBER.sub("", output)))
+                dict.fromkeys(ledger._DEFINITION.findall(ledger.LISTING_LINE.sub("", output)))
             )
             if names:
                 shown = ", ".join(names[: ledger._DEFINED]) + (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from mellea_ctx import (
@@ -863,7 +863,7 @@ class TestSizedByTheLedger:
         turn += ctx.counter.count(Message("assistant", _FILLER[1]))
         system = ctx.counter.count(ctx[0])
         target = system + header + rules_tokens + turn + 40 + slack  # headings, least summary
-        assert target < ctx.token_count
+        assume(target < ctx.token_count)  # few filler turns and much slack: nothing is due
         compactor = TokenBudgetCompactor(
             max_tokens=target, target_tokens=target, default_backend=ExtractiveBackend()
         )
