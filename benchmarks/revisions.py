@@ -373,6 +373,16 @@ def machine() -> dict[str, Any]:
     }
 
 
+def where(tree: Path, about: dict[str, Any]) -> dict[str, str]:
+    """The tree (``.`` for this repository) and the imported file, relative to the tree.
+
+    A committed record names no path of the machine it ran on.
+    """
+    tree = tree.resolve()
+    imported = Path(about["file"]).resolve().relative_to(tree)
+    return {"tree": "." if tree == REPO.resolve() else str(tree), "file": str(imported)}
+
+
 def run(
     base_tree: Path,
     head_tree: Path,
@@ -401,7 +411,7 @@ def run(
         for side in sides:
             side.close()
     for side, label in zip(sides, labels, strict=True):
-        record[side.name] = {"revision": label, "tree": str(side.tree), **side.about}
+        record[side.name] = {"revision": label, **side.about, **where(side.tree, side.about)}
     record["cases"] = {key: compare(s["base"], s["head"], n[key]) for key, s in samples.items()}
     if counted:
         trees = {"base": base_tree, "head": head_tree}
