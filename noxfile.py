@@ -200,3 +200,19 @@ def conformance(session: nox.Session) -> None:
     session.install("-e", ".", CONFORMANCE_KIT)
     session.run("python", "benchmarks/conformance.py", *session.posargs)
     session.run("python", "benchmarks/corpus_loo.py")
+
+
+@nox.session(python="3.11")
+def revisions(session: nox.Session) -> None:
+    """Two revisions' hot paths side by side: 31ee794 (before issue 20) against this tree.
+
+    Not in the default run. Writes benchmarks/results/revisions.{json,md}
+    (docs/benchmarks.md). The base is checked out with ``git worktree add --detach`` under
+    the temporary directory and reused; each side imports ``mellea_ctx`` from its own tree
+    (``PYTHONPATH``), so the package is installed here only for its dependencies.
+    ``nox -s revisions -- --quick`` for a smoke run (revisions-quick.*, not committed);
+    ``-- --base REV --head REV`` for other revisions. Python 3.11: the instruction counts
+    (valgrind, when installed) mark the work with ``operator.call``.
+    """
+    session.install(".")
+    session.run("python", "benchmarks/revisions.py", *session.posargs)

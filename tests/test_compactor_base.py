@@ -23,6 +23,7 @@ from mellea_ctx import (
     TieredCompactor,
     TokenBudgetCompactor,
     WindowCompactor,
+    inline_backoff,
 )
 from mellea_ctx._core.protocols import BaseCompactor, CompactCall
 
@@ -127,6 +128,40 @@ class TestTheStep:
         Gated().compact(ctx, force=True)
         asyncio.run(Gated().acompact(build(*[Message("user", "b")] * 3)))
         assert ran == [True, False]
+
+    def test_riding_inline_the_gate_is_asked_once_per_add(self) -> None:
+        """``add`` asks ``due`` once per add, due or not, and runs the steps riding inline."""
+        asked: list[int] = []
+        ran: list[int] = []
+
+        class Gated(InlineCompactor):
+            def due(self, ctx: ChatContext) -> bool:
+                asked.append(len(ctx))
+                return len(ctx) == 2
+
+            def steps(self, call: CompactCall) -> ChatContext:
+                ran.append(inline_backoff(3))
+                return call.ctx
+
+        ctx = ChatContext(compactor=Gated())
+        for text in "abc":
+            ctx = ctx.add(Message("user", text))
+        assert asked == [1, 2, 3]
+        assert ran == [3]  # riding inline: the backoff applies
+
+    def test_riding_inline_your_own_compact_runs_on_every_add(self) -> None:
+        """A gated subclass with its own ``compact`` has it run on every add, gate or not."""
+        seen: list[int] = []
+
+        class Mine(ThresholdCompactor):
+            def compact(self, ctx: ChatContext, *, backend: object = None) -> ChatContext:
+                seen.append(len(ctx))
+                return ctx
+
+        ctx = ChatContext(compactor=Mine(WindowCompactor(size=1), threshold=10**6))
+        for text in "ab":
+            ctx = ctx.add(Message("user", text))
+        assert seen == [1, 2]
 
     def test_an_overridden_step_drops_the_inherited_inline_cut(self) -> None:
         """A window subclass with its own steps runs them on add, not the parent's cut."""

@@ -38,6 +38,14 @@ def unavailable() -> str | None:
 
 def count(probe: str, *args: str | int) -> int | None:
     """Return the instructions ``probes.py probe args...`` runs in its loop (``None``: failed)."""
+    return callgrind([sys.executable, str(PROBES), probe, *map(str, args)])
+
+
+def callgrind(command: list[str], env: dict[str, str] | None = None) -> int | None:
+    """The instructions ``command`` runs in ``operator.call`` under callgrind (``None``: failed).
+
+    ``env`` is added to this process's environment (``PYTHONHASHSEED=0`` always).
+    """
     if unavailable() is not None:
         return None
     command = [
@@ -45,12 +53,9 @@ def count(probe: str, *args: str | int) -> int | None:
         "--tool=callgrind",
         "--callgrind-out-file=/dev/null",
         "--toggle-collect=*operator_call*",
-        sys.executable,
-        str(PROBES),
-        probe,
-        *map(str, args),
+        *command,
     ]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = {**os.environ, **(env or {}), "PYTHONHASHSEED": "0"}
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, env=env, timeout=1_800, check=False

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import attrs
-
 from .._core.checks import require_callable, require_int, require_method
 from .._core.exceptions import InvalidArgumentError
 from .._core.protocols import CompactCall, Compaction, Compactor, InlineCompactor, Steps
@@ -148,10 +146,10 @@ class TieredCompactor(InlineCompactor):
         one. Returns a new context (or ``ctx``); ``ctx`` is not modified.
         """
         ctx = call.ctx
-        forced = attrs.evolve(call, force=True)
+        forced = call._replace(force=True)
         current, kept = ctx, None
         for index, tier in enumerate(self.tiers):
-            result = yield Compaction(tier, attrs.evolve(forced, ctx=current), alone=True)
+            result = yield Compaction(tier, forced._replace(ctx=current), alone=True)
             if result is not current:
                 current, kept = result, index
             if self._reached(current, kept, call.force):

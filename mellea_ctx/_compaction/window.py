@@ -237,7 +237,7 @@ class ThresholdCompactor(InlineCompactor):
         adds: this crossing has had its compaction.
         """
         forced = call.force or self.planner is not None  # the planner is the gate: inner runs
-        result = yield Compaction(self.inner, attrs.evolve(call, force=forced))
+        result = yield Compaction(self.inner, call._replace(force=forced))
         return self._held(call.ctx, result)
 
     def _held(self, ctx: ChatContext, result: ChatContext) -> ChatContext:

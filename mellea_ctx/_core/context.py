@@ -341,10 +341,10 @@ class ChatContext(Node):
             >>> [c.content for c in shorter], len(ctx)
             (['a', 'b+c', 'd'], 4)
         """
-        items = replacement if isinstance(replacement, tuple | list) else list(replacement)
-        require_components(
-            items, "ChatContext.replace_span: replacement", "wrap text as Message('user', text)"
-        )
+        items = replacement if isinstance(replacement, (tuple, list)) else list(replacement)
+        if items:  # a drop (the window's cut) has nothing to check
+            where = "ChatContext.replace_span: replacement"
+            require_components(items, where, "wrap text as Message('user', text)")
         if lo.__class__ is not int or hi.__class__ is not int:
             msg = (
                 f"ChatContext.replace_span: lo={lo!r} and hi={hi!r} must be ints, "

@@ -28,7 +28,7 @@ import functools
 import inspect
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from types import GeneratorType
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import attrs
 
@@ -62,6 +62,8 @@ class Backend(Protocol):
 
 def _items(owner: str, name: str, value: object, fix: str) -> tuple[Any, ...]:
     """``value`` as a tuple, if it is a sequence (not text, a mapping or a lone component)."""
+    if value.__class__ is list or value.__class__ is tuple:  # the usual case: no ABC to ask
+        return tuple(value)
     if isinstance(value, (str, bytes, Mapping, Component)) or not isinstance(value, Iterable):
         raise argument_error(owner, name, value, "must be a sequence", fix)
     return tuple(value)
@@ -69,6 +71,11 @@ def _items(owner: str, name: str, value: object, fix: str) -> tuple[Any, ...]:
 
 def _messages(owner: str, messages: object) -> tuple[Component, ...]:
     items = _items(owner, "messages", messages, "wrap a single component in a list")
+    for item in items:  # the usual case, all components, without counting them
+        if not isinstance(item, Component):
+            break
+    else:
+        return items
     for index, item in enumerate(items):
         if not isinstance(item, Component):
             fix = "build it with Message(...) or from_openai(...)"
@@ -329,19 +336,24 @@ def written_for(cls: type, name: str, basis: str) -> bool:
 Steps = Generator["Effect", Any, "ChatContext"]
 
 
-@attrs.frozen
-class CompactCall:
+class CompactCall(NamedTuple):
     """One call of a :class:`BaseCompactor`, its arguments checked: what its step reads.
 
     Built by :meth:`BaseCompactor.compact` / :meth:`BaseCompactor.acompact`
     (the one place the arguments are checked) and handed to
-    :meth:`BaseCompactor.steps`.
+    :meth:`BaseCompactor.steps`. Frozen; ``call._replace(force=True)`` is the
+    same call, forced. (A named tuple because every ``compact`` builds one:
+    it costs a third of a frozen attrs class's ``__init__``.)
     """
 
     ctx: ChatContext
     backend: Backend | None = None
     force: bool = False
     instructions: str | None = None
+
+
+#: Builds a :class:`CompactCall` from its four fields with no Python frame (``compact``'s hot path).
+_new_call = tuple.__new__
 
 
 class Effect(Protocol):
@@ -407,11 +419,12 @@ def _checked(
 ) -> None:
     """The checks of a compaction's arguments, for every :class:`BaseCompactor`.
 
-    ``backend`` is handed on as it is: a compactor that calls no model never
-    reads it, and a model call refuses a backend it cannot call.
+    ``compact`` and ``acompact`` call it unless the call is the one
+    ``ChatContext.add`` makes (a ``ChatContext``, ``force=False``, no
+    ``instructions``), which passes every check. ``backend`` is handed on as
+    it is: a compactor that calls no model never reads it, and a model call
+    refuses a backend it cannot call.
     """
-    if force is False and instructions is None and isinstance(ctx, _context_type()):
-        return  # the call ChatContext.add makes: nothing more to check, no message built
     owner = f"{type(compactor).__name__}.{method}"
     require_instance(owner, "ctx", ctx, _context_type(), fix="pass the ChatContext to compact")
     require_bool(owner, "force", force, fix="pass True to run past the compactor's trigger")
@@ -419,10 +432,8 @@ def _checked(
     require_instance(owner, "instructions", instructions, str, optional=True, fix=fix)
 
 
-def _drive(steps: ChatContext | Steps) -> ChatContext:
-    """Run ``steps`` (a step's result as it is), each effect blocking; return the result."""
-    if not isinstance(steps, GeneratorType):
-        return cast("ChatContext", steps)
+def _drive(steps: Steps) -> ChatContext:
+    """Run ``steps``, each effect blocking; return the result."""
     try:
         effect = next(steps)
         while True:
@@ -432,10 +443,8 @@ def _drive(steps: ChatContext | Steps) -> ChatContext:
         return result
 
 
-async def _adrive(steps: ChatContext | Steps) -> ChatContext:
-    """Run ``steps`` (a step's result as it is), each effect awaited; return the result."""
-    if not isinstance(steps, GeneratorType):
-        return cast("ChatContext", steps)
+async def _adrive(steps: Steps) -> ChatContext:
+    """Run ``steps``, each effect awaited; return the result."""
     try:
         effect = next(steps)
         while True:
@@ -466,12 +475,15 @@ class BaseCompactor:
     _gate: Any = None
     #: Per subclass: whether ``acompact`` runs ``steps`` (False: ``compact`` was overridden).
     _steps_are_compact: bool = True
+    #: Per subclass: whether its ``compact`` is this one (:func:`compact_inline` asks the gate).
+    _base_compact: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         due = getattr(cls, "due", None)
         cls._gate = None if due is None else staticmethod(due)  # called as gate(self, ctx)
         cls._steps_are_compact = written_for(cls, "steps", "compact")
+        cls._base_compact = cls.compact is BaseCompactor.compact
 
     def steps(self, call: CompactCall) -> ChatContext | Steps:
         """This compactor's part: the result for ``call``, or the steps that make it.
@@ -503,11 +515,21 @@ class BaseCompactor:
                 ``backend`` with no ``generate``, a ``force`` that is not a bool,
                 or ``instructions`` that are not text.
         """
-        _checked(self, "compact", ctx, force, instructions)
+        if force is not False or instructions is not None or not isinstance(ctx, _context_type()):
+            _checked(self, "compact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
             return ctx
-        return _drive(self.steps(CompactCall(ctx, backend, force, instructions)))
+        return self._run(ctx, backend, force, instructions)
+
+    def _run(
+        self, ctx: ChatContext, backend: Backend | None, force: bool, instructions: str | None
+    ) -> ChatContext:
+        """:meth:`steps` for a checked call past the gate, each effect blocking."""
+        steps = self.steps(_new_call(CompactCall, (ctx, backend, force, instructions)))
+        if isinstance(steps, GeneratorType):
+            return _drive(steps)
+        return steps  # type: ignore[return-value]  # not a generator: the step's result
 
     async def acompact(
         self,
@@ -520,11 +542,15 @@ class BaseCompactor:
         """Async form of :meth:`compact`: the same checks and gate, each effect awaited."""
         if not self._steps_are_compact:  # a compact of the subclass's own: no I/O to await
             return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
-        _checked(self, "acompact", ctx, force, instructions)
+        if force is not False or instructions is not None or not isinstance(ctx, _context_type()):
+            _checked(self, "acompact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
             return ctx
-        return await _adrive(self.steps(CompactCall(ctx, backend, force, instructions)))
+        steps = self.steps(_new_call(CompactCall, (ctx, backend, force, instructions)))
+        if isinstance(steps, GeneratorType):
+            return await _adrive(steps)
+        return steps  # type: ignore[return-value]  # not a generator: the step's result
 
 
 class InlineCompactor(BaseCompactor):
@@ -566,10 +592,18 @@ def compact_inline(compactor: InlineCompactor, ctx: ChatContext) -> ChatContext:
     While it runs, :func:`inline_backoff` gives a model-calling compactor
     its ``backoff_adds``, so a failed summary starts a failure backoff (see
     ``ChatContext.compaction_backoff``); a ``compact`` call of your own
-    never does. A subclass's own ``compact`` is what runs.
+    never does. A subclass's own ``compact`` is what runs; for
+    :meth:`BaseCompactor.compact` the gate is asked first, so an add that is
+    not due costs no more than the question (``ctx`` comes from ``add``: it
+    passes every argument check).
     """
+    base = compactor._base_compact
+    if base:
+        gate = compactor._gate
+        if gate is not None and not gate(compactor, ctx):
+            return ctx
     token = _riding_inline.set(True)
     try:
-        return compactor.compact(ctx)
+        return compactor._run(ctx, None, False, None) if base else compactor.compact(ctx)
     finally:
         _riding_inline.reset(token)
