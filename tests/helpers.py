@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 from mellea_ctx import ChatContext, Component
+
+#: The repository's benchmarks, loaded by file path (they are scripts, not a package).
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def build(*components: Component, **kwargs: object) -> ChatContext:
@@ -11,3 +19,19 @@ def build(*components: Component, **kwargs: object) -> ChatContext:
     for component in components:
         ctx = ctx.add(component)
     return ctx
+
+
+def load_benchmark(name: str, module_name: str | None = None) -> ModuleType:
+    """Load ``benchmarks/<name>.py`` as ``module_name`` (default ``_bench_<name>``).
+
+    Registered in ``sys.modules`` under that name before it runs, as an import
+    would be, so its dataclasses and pickling find it.
+    """
+    spec = importlib.util.spec_from_file_location(
+        module_name or f"_bench_{name}", BENCHMARKS / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

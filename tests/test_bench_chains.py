@@ -8,7 +8,6 @@ kind's twin is a store of its own, and the run's record and page have their shap
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import pytest
 
 from mellea_ctx import Checkpoint, MemoryStore, SQLiteStore
 
+from .helpers import load_benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
@@ -27,13 +28,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def chains() -> ModuleType:
-    path = ROOT / "benchmarks" / "chains.py"
-    spec = importlib.util.spec_from_file_location("_bench_chains", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("chains")
 
 
 def _depth_of(store: Any) -> int:

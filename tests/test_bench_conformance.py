@@ -12,35 +12,23 @@ without the extractor.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from .helpers import BENCHMARKS, load_benchmark
 
 
 @pytest.fixture(scope="module")
 def conformance() -> ModuleType:
     pytest.importorskip("compaction_kit")
-    return _load("conformance")
+    return load_benchmark("conformance")
 
 
 @pytest.fixture(scope="module")
 def corpus_loo() -> ModuleType:
-    return _load("corpus_loo")
+    return load_benchmark("corpus_loo")
 
 
 def test_the_kit_benchmarks_each_of_our_specs(conformance: ModuleType) -> None:

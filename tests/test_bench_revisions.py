@@ -8,37 +8,27 @@ on both sides.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from .helpers import load_benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 
 
-def _load(name: str) -> ModuleType:
-    path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def revisions() -> ModuleType:
-    return _load("revisions")
+    return load_benchmark("revisions", "revisions")
 
 
 @pytest.fixture(scope="module")
 def cases() -> ModuleType:
-    return _load("revision_cases")
+    return load_benchmark("revision_cases", "revision_cases")
 
 
 def _samples(times: list[float], check: Any = 1) -> list[dict[str, Any]]:

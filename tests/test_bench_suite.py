@@ -6,8 +6,6 @@ sliding window and the replays on hand-checked cases, and that the report render
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,17 +14,12 @@ import pytest
 
 from mellea_ctx import Message, TiktokenCounter, ToolCall, ToolMessage, validate_openai
 
-SUITE_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_suite.py"
+from .helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def suite() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_suite", SUITE_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_suite"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_suite", "bench_suite")
 
 
 TINY_CONVERSATION: list[dict[str, Any]] = [
