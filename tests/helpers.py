@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
 from mellea_ctx import ChatContext, Component
 
+ROOT = Path(__file__).resolve().parent.parent
 #: The repository's benchmarks, loaded by file path (they are scripts, not a package).
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def _corpus() -> Path:
+    """``$MELLEA_CTX_CORPUS``, else ``shared/corpus`` beside the repository (or its worktree)."""
+    given = os.environ.get("MELLEA_CTX_CORPUS")
+    if given:
+        return Path(given)
+    beside = [place / "shared" / "corpus" for place in (ROOT.parent, ROOT.parent.parent)]
+    return next((path for path in beside if path.is_dir()), beside[0])
+
+
+#: The real agent transcripts (``../shared/corpus``); tests that need them skip without them.
+CORPUS = _corpus()
 
 
 def build(*components: Component, **kwargs: object) -> ChatContext:

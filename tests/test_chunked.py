@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +25,8 @@ from mellea_ctx._backends.windows import known_window
 from mellea_ctx._compaction.render_budget import Shortener, fit_conversation
 from mellea_ctx._formats.openai import from_openai
 
-CORPUS = Path(__file__).parent.parent / ".." / "shared" / "corpus"
+from .helpers import CORPUS
+
 REAL_SPAN = CORPUS / "claudecode_opus46_session_precompact.openai.json"
 COUNTER = TiktokenCounter()
 

@@ -25,8 +25,9 @@ from mellea_ctx import (
 )
 from mellea_ctx._cli.app import cli, main
 
+from .helpers import CORPUS
+
 ROOT = Path(__file__).parents[1]
-CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
 needs_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the transcript corpus is not at {CORPUS}"
 )

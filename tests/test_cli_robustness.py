@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from mellea_ctx import from_openai, to_gemini, to_responses
 from mellea_ctx._cli.app import cli
 
-CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
+from .helpers import CORPUS
+
 CORPUS_FILES = sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
 
 COMMANDS = (["stats"], ["validate"], ["compact", "--window", "1"], ["compact", "--window", "3"])

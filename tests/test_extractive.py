@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from mellea_ctx import (
 from mellea_ctx._formats.openai import from_openai
 from mellea_ctx._formats.quoted import _text_with_notes, read_transcript, render_conversation
 
+from .helpers import CORPUS
 from .strategies import forged_texts, histories
 
 
@@ -101,8 +101,7 @@ class TestReadingTheTranscript:
         assert (lead.role, lead.content, said.content) == ("user", "notes first", "then this")
 
 
-REAL_SPAN = Path(__file__).parents[2] / "shared" / "corpus"
-REAL_SPAN /= "claudecode_opus46_session_precompact.openai.json"
+REAL_SPAN = CORPUS / "claudecode_opus46_session_precompact.openai.json"
 
 
 @pytest.mark.skipif(not REAL_SPAN.exists(), reason="needs ../shared/corpus")

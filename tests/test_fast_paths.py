@@ -18,8 +18,6 @@ piece of state a node carries, not only what ``as_list`` shows.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -43,11 +41,11 @@ from mellea_ctx._core.exceptions import InvalidComponentError
 from mellea_ctx._core.parts import EMPTY, TextPart, freeze_json, to_extra
 from mellea_ctx._formats.openai.read import _parse_message, parse_message
 
+from .helpers import CORPUS
 from .strategies import counters, histories, pins, sizes, texts
 
 # shared/ beside the repository, as tests/test_formats.py finds it (or where the suite's
 # MELLEA_CTX_CORPUS points).
-CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
 
 
 class Tagged(ChatContext):

@@ -36,7 +36,8 @@ from mellea_ctx import (
 from mellea_ctx._formats.notes import NOTES
 from mellea_ctx._formats.transcripts import read_any, transcript_document
 
-CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
+from .helpers import CORPUS
+
 CORPUS_FILES = (
     "claudecode_haiku45_subagent_afc096d.openai.json",
     "claudecode_opus46_session_postcompact.openai.json",

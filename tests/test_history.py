@@ -33,9 +33,9 @@ from mellea_ctx import (
 )
 from mellea_ctx._formats.transcripts import _parse_anthropic, read_any, transcript_document
 
+from .helpers import CORPUS
 from .strategies import histories
 
-CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
 needs_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(),
     reason=f"the transcript corpus is not at {CORPUS} (shared/ beside the repository)",

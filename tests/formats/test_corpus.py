@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from mellea_ctx._cli.app import cli
 
-CORPUS = Path(__file__).parents[3] / "shared" / "corpus"
+from ..helpers import CORPUS
+
 FILES = sorted(p.name for p in CORPUS.glob("*.json") if not p.name.startswith("."))
 pytestmark = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the transcript corpus is not at {CORPUS}"

@@ -8,7 +8,6 @@ request the agent built.
 from __future__ import annotations
 
 import json
-import pathlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -51,7 +50,7 @@ from mellea_ctx.integrations.langchain import (
     to_langchain,
 )
 
-CORPUS = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from ..helpers import CORPUS
 
 
 def rich_history() -> list[BaseMessage]:

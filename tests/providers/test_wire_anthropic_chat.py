@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -58,19 +57,13 @@ from mellea_ctx._backends.windows import output_limit
 from mellea_ctx._core.calls import Usage
 from mellea_ctx._formats.notes import NOTES
 
+from ..helpers import CORPUS as CORPUS_DIR
 from ..sdk_strict import problems
 from ..strategies import histories
 from .anthropic_server import AnthropicWireServer
 from .openai_server import OpenAIWireServer
 
-CORPUS = next(
-    (
-        path
-        for path in (Path(__file__).parents[3] / "shared" / "corpus", Path("/work/shared/corpus"))
-        if path.is_dir()
-    ),
-    None,
-)
+CORPUS = CORPUS_DIR if CORPUS_DIR.is_dir() else None
 EPHEMERAL = {"type": "ephemeral"}
 HOUR = {"type": "ephemeral", "ttl": "1h"}
 
