@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 from hypothesis import assume, given, settings
@@ -28,7 +29,7 @@ from mellea_ctx import (
     component_to_record,
     derive_ledger,
 )
-from mellea_ctx._core.ledger import render_entries
+from mellea_ctx._core.ledger import BRIEF_KINDS, brief, render_entries
 
 
 def values(ledger: Ledger, kind: str) -> list[str]:
@@ -240,18 +241,20 @@ class TestStorage:
                 LedgerEntry("test", "t", "3 passed", "tool Bash", 2, ("1 failed",), "passed"),
             ]
         )
-        return Checkpoint("Later.", span=[inner], ledger=ledger, shown=("r",))
+        return Checkpoint("Later.", span=[inner], ledger=ledger, shown=("r",), short=("r",))
 
     def test_records_round_trip(self) -> None:
         """The ledger and what the content shows come back from a record, nested ones too."""
         checkpoint = self.checkpoint()
         back = component_from_record(json.loads(json.dumps(component_to_record(checkpoint))))
         assert isinstance(back, Checkpoint)
-        assert (back.ledger, back.shown, back.content) == (
+        assert (back.ledger, back.shown, back.short, back.content) == (
             checkpoint.ledger,
             checkpoint.shown,
+            checkpoint.short,
             checkpoint.content,
         )
+        assert "- Never push main" in back.content  # shown short, as it was
         (inner,) = back.span
         assert isinstance(inner, Checkpoint)
         assert inner.ledger == checkpoint.span[0].ledger  # type: ignore[union-attr]
@@ -263,7 +266,11 @@ class TestStorage:
             store.append("s", [checkpoint], expected_version=0)
             (back,) = store.load("s").components
             assert isinstance(back, Checkpoint)
-            assert (back.ledger, back.shown) == (checkpoint.ledger, checkpoint.shown)
+            assert (back.ledger, back.shown, back.short) == (
+                checkpoint.ledger,
+                checkpoint.shown,
+                checkpoint.short,
+            )
 
     def test_a_bad_ledger_record_is_refused(self) -> None:
         """A record whose ledger is not a list of entries is reported as damaged."""
@@ -835,6 +842,91 @@ _RULES = [
 ]
 
 
+_WORD = st.sampled_from(
+    ["the", "a", "of", "to", "is", "and", "never", "not", "only", "at", "most", "$500",
+     "2026-12-01", "Dana", "push", "main", "3", "5", "x-41", "."]
+)  # fmt: skip
+
+
+class TestBrief:
+    """The short lines of a checkpoint short of room (``brief``)."""
+
+    @given(words=st.lists(_WORD, max_size=14))
+    def test_only_filler_words_go(self, words: list[str]) -> None:
+        """What is left is the text's words in order less some filler words (and a final
+        full stop); every other word stays."""
+        fillers = {"the", "a", "of", "to", "is", "and"}
+        text = " ".join(words)
+        kept = [w.rstrip(".") for w in brief(text).split() if w.rstrip(".")]
+        said = [w.rstrip(".") for w in text.split() if w.rstrip(".")]
+        rest = iter(said)
+        assert all(any(word == w for w in rest) for word in kept)  # in order, none added
+        content = [w for w in said if w.lower() not in fillers]
+        assert [w for w in kept if w.lower() not in fillers] == content or not kept
+
+    def test_quoted_text_stays(self) -> None:
+        """Quoted text and code spans are data: their filler words stay."""
+        assert brief('Say "the end" to run `make the build` now.') == (
+            'Say "the end" run `make the build` now'
+        )
+
+    def test_a_rule_keeps_its_bounds_and_values(self) -> None:
+        """Negations, bounds and the words between two numbers stay."""
+        rule = "Never exceed $500 without approval. Only steps 1 to 3 of 5 are done at most."
+        short = "Never exceed $500 without approval. Only steps 1 to 3 of 5 done at most"
+        assert brief(rule) == short
+
+
+def _ledger_of(rules: list[str], commands: int) -> Ledger:
+    entries = [LedgerEntry("rule", f"r{i}", rule, "user", i) for i, rule in enumerate(rules)]
+    entries += [
+        LedgerEntry("command", f"c{i}", f"ls dir{i} → ok", "tool", len(rules) + i)
+        for i in range(commands)
+    ]
+    return Ledger(entries)
+
+
+def _words(text: str) -> int:
+    return len(text.split()) + 1
+
+
+class TestShortLines:
+    """A checkpoint whose full lines do not fit shows its rules short (``choose_block``)."""
+
+    @given(
+        rules=st.lists(st.sampled_from(_RULES), min_size=1, max_size=6, unique=True),
+        commands=st.integers(0, 6),
+        room=st.integers(0, 120),
+    )
+    def test_the_block_fits_and_shows_what_the_full_lines_would(self, rules, commands, room):
+        """The block fits its room; lines go short only when a rule or state would be left
+        out, only sentences, and then it shows every rule the full lines showed, and more."""
+        from mellea_ctx._compaction.render_budget import choose_block, choose_entries
+
+        ledger = _ledger_of(rules, commands)
+        shown, omitted, short = choose_block(ledger, room, _words)
+        entries = [e for e in ledger.entries if e.key in set(shown)]
+        if entries:
+            assert _words(render_entries(entries, short=short)) <= room
+        assert set(short) <= set(shown)
+        assert all(e.kind in BRIEF_KINDS for e in entries if e.key in short)
+        assert {e.key for e in omitted} | set(shown) == {e.key for e in ledger.entries}
+        full, _ = choose_entries(ledger, room, _words)
+        rules_of = lambda keys: {k for k in keys if k.startswith("r")}  # noqa: E731
+        if rules_of(full) == {f"r{i}" for i in range(len(rules))}:
+            assert short == ()  # every rule fits in full: nothing is reworded
+        else:
+            assert len(rules_of(shown)) >= len(rules_of(full))
+
+    def test_with_room_nothing_is_short(self) -> None:
+        """A checkpoint with room for the full lines shows them: the user's words, unchanged."""
+        from mellea_ctx._compaction.render_budget import choose_block
+
+        ledger = _ledger_of(_RULES, 3)
+        shown, omitted, short = choose_block(ledger, 10_000, _words)
+        assert (len(shown), omitted, short) == (len(ledger), (), ())
+
+
 def _session(rules: list[str], filler_turns: int) -> ChatContext:
     ctx = ChatContext().add(Message("system", "You are a coding assistant."))
     for rule in rules:
@@ -872,6 +964,46 @@ class TestSizedByTheLedger:
         for rule in rules:
             assert rule in shown
         assert out.token_count <= target
+
+    def test_rules_too_long_for_the_target_show_short(self) -> None:
+        """compaction-conformance-kit at 10-20%: rules whose full lines did not fit were left
+        out while their short lines fit; now each shows, without its filler words."""
+        ctx = _session(_RULES, 30)
+        header = ctx.counter.count(Checkpoint(".", replaced_count=len(ctx) - 1))
+        full = sum(ctx.counter.count_text(f"- {rule}") + 1 for rule in _RULES)
+        short = sum(ctx.counter.count_text(f"- {brief(rule)}") + 1 for rule in _RULES)
+        assert short < full - 10
+        turn = ctx.counter.count(Message("user", _FILLER[0]))
+        turn += ctx.counter.count(Message("assistant", _FILLER[1]))
+        target = ctx.counter.count(ctx[0]) + header + short + turn + 24
+        records: list[CompactionRecord] = []
+        compactor = TokenBudgetCompactor(
+            max_tokens=target,
+            target_tokens=target,
+            default_backend=ExtractiveBackend(),
+            on_record=records.append,
+        )
+        out = compactor.compact(ctx)
+        checkpoint = next(c for c in out.as_list() if isinstance(c, Checkpoint))
+        assert checkpoint.short
+        for rule in _RULES:
+            assert rule in checkpoint.content or brief(rule) in checkpoint.content
+        assert out.token_count <= target
+        assert records[-1].ledger_omitted == ()
+
+    @pytest.mark.parametrize("size", range(50, 110))
+    def test_a_ledger_that_fills_the_size_leaves_the_summary_its_least(self, size) -> None:
+        """The conformance kit at 10%: the ledger took all but the summary's least room, the
+        blank line between them took part of that, and the summary, with no room for even its
+        fallback line, came back empty: the compaction failed (sizes 55, 63, 69, ... here)."""
+        ctx = _session(_RULES, 30)
+        compactor = LLMSummarizeCompactor(
+            default_backend=ExtractiveBackend(), keep_n=4, model_options={"max_tokens": size}
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a failed compaction warns and changes nothing
+            out = compactor.compact(ctx)
+        assert any(isinstance(c, Checkpoint) for c in out.as_list())
 
     def test_a_given_summary_size_is_kept(self) -> None:
         """``summary_tokens`` fixes the checkpoint's size: it is what is asked, ledger or not."""

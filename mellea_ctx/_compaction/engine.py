@@ -53,7 +53,7 @@ from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import fill_template
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
-from .render_budget import choose_entries, state_tokens
+from .render_budget import choose_block, choose_entries, state_tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -527,6 +527,7 @@ class _Plan:
     shown: tuple[str, ...]
     omitted: tuple[LedgerEntry, ...]
     options: Mapping[str, Any]
+    short: tuple[str, ...] = ()  # shown without their filler words: too little room
 
 
 def span_start(
@@ -650,17 +651,17 @@ def _plan(
             ledger, span_tokens - header, count, history_tokens=quarter, state_tokens=quarter
         )
         return _Plan(None, shown, omitted, options)
-    room = max(budget - header - _MIN_SUMMARY, 0)
+    room = max(budget - header - _MIN_SUMMARY - 4, 0)  # the blank line, the summary's least
     # Rules, constraints, the goal, open errors and current state may take the whole
     # room (the summary keeps its least); history only the ledger's share of it.
-    shown, omitted = choose_entries(ledger, room, count, int(room * _LEDGER_SHARE))
+    shown, omitted, short = choose_block(ledger, room, count, int(room * _LEDGER_SHARE))
     shown_entries = [e for e in ledger.entries if e.key in set(shown)]
-    state = render_entries(shown_entries) if shown_entries else ""
+    state = render_entries(shown_entries, short=short) if shown_entries else ""
     used = count(state) if state else 0
     left = max(budget - header - used - 4, 0)
     reserve = _details_reserve(_details(facts, ledger, state), left, count)
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
-    return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room})
+    return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room}, short)
 
 
 def checkpoint_room(ctx: ChatContext, span: Sequence[Component], state_cap: int) -> int:
@@ -734,7 +735,7 @@ def _fit(
     """
     shown = list(plan.shown)
     omitted = list(plan.omitted)
-    state = render_entries([e for e in ledger.entries if e.key in set(shown)])
+    state = render_entries([e for e in ledger.entries if e.key in set(shown)], short=plan.short)
     lost = _details(facts, ledger, summary + "\n" + state)
     carried = list(lost)
 
@@ -747,6 +748,7 @@ def _fit(
             replaced_count=replaced_count,
             ledger=ledger,
             shown=tuple(shown),
+            short=plan.short,
         )
 
     checkpoint = build()

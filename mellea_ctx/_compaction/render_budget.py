@@ -20,7 +20,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import attrs
 
@@ -28,6 +28,7 @@ from .._core.calls import ToolCall
 from .._core.components import Component, ToolMessage
 from .._core.exceptions import SpanTooLargeError
 from .._core.ledger import (
+    BRIEF_KINDS,
     HEADINGS,
     KINDS,
     STATE_HEADING,
@@ -307,9 +308,11 @@ def _taking_turns(lists: list[list[LedgerEntry]]) -> list[LedgerEntry]:
     return ordered
 
 
-def _entry_cost(entry: LedgerEntry, root: str, kinds: set[str], count: Callable[[str], int]) -> int:
+def _entry_cost(
+    entry: LedgerEntry, root: str, kinds: set[str], count: Callable[[str], int], short: bool
+) -> int:
     """The tokens ``entry`` adds: its line, and its kind's heading when it is the first shown."""
-    cost = count(entry_line(entry, root)) + 1
+    cost = count(entry_line(entry, root, short=short)) + 1
     if entry.kind not in kinds:
         cost += count(HEADINGS[entry.kind]) + 2
         if entry.kind == "file" and root:
@@ -332,16 +335,23 @@ def _estimated(
     count: Callable[[str], int],
     history_tokens: int | None,
     state_tokens: int | None,
+    short: bool = False,
+    start: Sequence[LedgerEntry] = (),
+    start_short: Collection[str] = (),
 ) -> tuple[list[LedgerEntry], int]:
     """The entries :func:`choose_entries` takes by priority, each line's tokens estimated,
-    and the block's estimated tokens."""
-    chosen: list[LedgerEntry] = []
-    spent = count(STATE_HEADING) + 1
-    kinds: set[str] = set()
+    and the block's estimated tokens; after ``start`` (shown, ``start_short`` of them
+    short), when given."""
+    chosen: list[LedgerEntry] = list(start)
+    spent = count(render_entries(start, short=start_short)) if start else count(STATE_HEADING) + 1
+    kinds: set[str] = {entry.kind for entry in start}
+    taken = {entry.key for entry in start}
     # Files shown under the folder most of them share: a subset's is as long or longer.
     root = file_root(ledger.entries)
     for entry in _priority(ledger):
-        cost = _entry_cost(entry, root, kinds, count)
+        if entry.key in taken:
+            continue
+        cost = _entry_cost(entry, root, kinds, count, short)
         if spent + cost > max_tokens:
             continue
         if _past_tier_cap(entry, spent + cost, history_tokens, state_tokens):
@@ -380,6 +390,8 @@ def choose_entries(
     count: Callable[[str], int],
     history_tokens: int | None = None,
     state_tokens: int | None = None,
+    *,
+    short: bool = False,
 ) -> tuple[tuple[str, ...], tuple[LedgerEntry, ...]]:
     """Choose the ledger entries to show in ``max_tokens``; return their keys and the rest.
 
@@ -388,7 +400,9 @@ def choose_entries(
     not fit for a shorter one after it; the rendered block, counted whole, is
     at or under ``max_tokens``. History (commands, listed facts, resolved
     errors) is only taken while the block is under ``history_tokens``, and
-    current state and history while it is under ``state_tokens``.
+    current state and history while it is under ``state_tokens``. With
+    ``short``, the lines are counted as ``render_entries(..., short=True)``
+    shows them.
 
     Examples:
         >>> ledger = Ledger([LedgerEntry("command", "c", "ls → ok"),
@@ -399,9 +413,76 @@ superseded=(), state=''),))
     """
     if not ledger or max_tokens <= 0:
         return (), tuple(ledger.entries)
-    chosen, _ = _estimated(ledger, max_tokens, count, history_tokens, state_tokens)
-    while chosen and count(render_entries(chosen)) > max_tokens:
+    chosen, _ = _estimated(ledger, max_tokens, count, history_tokens, state_tokens, short)
+    briefly = {entry.key for entry in chosen} if short else ()
+    while chosen and count(render_entries(chosen, short=briefly)) > max_tokens:
         chosen.pop()  # the estimate ran over: drop the least important chosen
     keys = {entry.key for entry in chosen}
     shown = tuple(entry.key for entry in chosen)  # most important first
     return shown, tuple(entry for entry in ledger.entries if entry.key not in keys)
+
+
+def choose_block(
+    ledger: Ledger,
+    max_tokens: int,
+    count: Callable[[str], int],
+    history_tokens: int | None = None,
+) -> tuple[tuple[str, ...], tuple[LedgerEntry, ...], tuple[str, ...]]:
+    """The entries to show in ``max_tokens``, and those of them shown short.
+
+    :func:`choose_entries` with the full lines. When those leave out a rule,
+    a constraint, the goal, an open error or current state that short lines
+    (:func:`~mellea_ctx._core.ledger.brief`) would show, the rules and state
+    are chosen by their short lines instead; then, most important first, each
+    gets its full line back while the block fits, and history takes what
+    room is left: a checkpoint keeps what the next step needs before it keeps
+    its wording, and the user's wording before old commands. Returns the shown
+    keys (most important first), the entries left out and the keys shown short.
+    """
+    shown, omitted = choose_entries(ledger, max_tokens, count, history_tokens)
+    if not any(_tier(entry) <= 1 for entry in omitted):
+        return shown, omitted, ()
+    state, state_omitted = choose_entries(ledger, max_tokens, count, 0, short=True)
+    if _standing(state_omitted) <= _standing(omitted):
+        return shown, omitted, ()
+    by_key = {entry.key: entry for entry in ledger.entries}
+    chosen = [by_key[key] for key in state]
+    short = _full_where_room(chosen, max_tokens, count)
+    start = len(chosen)
+    chosen, _ = _estimated(
+        ledger, max_tokens, count, history_tokens, None, start=chosen, start_short=short
+    )  # what room is left, full lines
+    while len(chosen) > start and count(render_entries(chosen, short=short)) > max_tokens:
+        chosen.pop()
+    keys = {entry.key for entry in chosen}
+    left_out = tuple(entry for entry in ledger.entries if entry.key not in keys)
+    return tuple(entry.key for entry in chosen), left_out, tuple(k for k in state if k in short)
+
+
+def _standing(omitted: Sequence[LedgerEntry]) -> tuple[int, int]:
+    """How many of the first two tiers ``omitted`` holds, negated: more shown compares larger."""
+    tiers = Counter(_tier(entry) for entry in omitted)
+    return -tiers[0], -tiers[1]
+
+
+def _full_where_room(
+    chosen: Sequence[LedgerEntry], max_tokens: int, count: Callable[[str], int]
+) -> set[str]:
+    """The keys of ``chosen`` (most important first) left short once each, in that order,
+    has taken its full line back while the block fits ``max_tokens``."""
+    root = file_root(chosen)
+    short = {entry.key for entry in chosen if entry.kind in BRIEF_KINDS}
+    spent = count(render_entries(chosen, short=short))
+    for entry in chosen:
+        if entry.key not in short:
+            continue
+        extra = count(entry_line(entry, root)) - count(entry_line(entry, root, short=True))
+        if spent + extra <= max_tokens:
+            short.discard(entry.key)
+            spent += extra
+    for entry in reversed(chosen):  # the lines' estimate ran over: the least important go short
+        if count(render_entries(chosen, short=short)) <= max_tokens:
+            break
+        if entry.kind in BRIEF_KINDS:
+            short.add(entry.key)
+    return short

@@ -54,6 +54,10 @@ def _ledger(value: object) -> Ledger:
     return require_instance("Checkpoint", "ledger", value, Ledger)  # type: ignore[no-any-return]
 
 
+def _short(value: object) -> tuple[str, ...]:
+    return tuple_of(str, "Checkpoint", "short", value)
+
+
 def _shown(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -84,6 +88,9 @@ class Checkpoint(Component):
             data, carried by every store and format.
         shown: The keys of the ledger entries its content shows (the engine
             picks them within the checkpoint's size); ``None`` shows them all.
+        short: The keys of the shown entries whose sentences the content
+            shows without their filler words, as the engine does when the full
+            lines of what the checkpoint must show do not fit the size asked.
 
     Examples:
         >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
@@ -108,6 +115,7 @@ class Checkpoint(Component):
     replaced_count: int = attrs.field(default=0, kw_only=True)
     ledger: Ledger = attrs.field(factory=Ledger, kw_only=True, converter=_ledger)
     shown: tuple[str, ...] | None = attrs.field(default=None, kw_only=True, converter=_shown)
+    short: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_short)
     _rendered: str = attrs.field(init=False, eq=False, hash=False, repr=False)
 
     @_rendered.default
@@ -126,7 +134,7 @@ class Checkpoint(Component):
             "",
             self.summary.strip(),
         ]
-        state = render_entries(shown)
+        state = render_entries(shown, short=self.short)
         if state:
             lines += ["", state]
         if self.preserved:
@@ -153,6 +161,7 @@ class Checkpoint(Component):
             span=span,
             ledger=self.ledger,
             shown=self.shown,
+            short=self.short,
         )
 
     @property

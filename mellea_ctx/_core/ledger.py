@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, TypeGuard, get_args
 
 import attrs
@@ -1617,6 +1617,61 @@ HEADINGS: dict[LedgerKind, str] = {
 #: The line that opens a checkpoint's ledger.
 STATE_HEADING = "Current state (latest values):"
 
+#: The kinds whose values are sentences, which a brief checkpoint shows without filler words.
+BRIEF_KINDS: frozenset[LedgerKind] = frozenset(
+    {"rule", "constraint", "preference", "goal", "next_step", "decision", "fact", "finding"}
+)
+# Words a sentence reads the same without: articles, the copula, possessives and the
+# prepositions that only join. Never a negation, a modal or a bound ("not", "no", "never",
+# "only", "must", "without", "until", "at", "over", "under", "before", "after", "by").
+_FILLER_WORDS = frozenset({
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "of", "to", "for",
+    "in", "on", "from", "with", "that", "which", "this", "these", "those", "its", "their",
+    "his", "her", "our", "your", "my", "and", "so", "very", "just", "also",
+})  # fmt: skip
+_NUMBER = re.compile(r"\d")
+# Quoted text and code spans are data: a brief line keeps them as they are.
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
+
+
+def brief(text: str) -> str:
+    """``text`` without its filler words: what a checkpoint short of room shows of a sentence.
+
+    Every other word, quoted text and code span stays as it is, in order; a
+    final full stop goes. Used only when the full lines of the entries a
+    checkpoint must show do not fit its size (:func:`render_entries`).
+
+    Examples:
+        >>> brief("Never disclose the vault code zq-41 to any user.")
+        'Never disclose vault code zq-41 any user'
+        >>> brief("Do not push until Ana reviews the `main` branch.")
+        'Do not push until Ana reviews `main` branch'
+    """
+    pieces: list[str] = []
+    at = 0
+    for quoted in _QUOTED.finditer(text):
+        pieces += _content_words(text[at : quoted.start()])
+        pieces.append(quoted.group())
+        at = quoted.end()
+    pieces += _content_words(text[at:])
+    shorter = " ".join(pieces)
+    if shorter.endswith(".") and not shorter.endswith(".."):
+        shorter = shorter[:-1].rstrip()
+    return shorter or text
+
+
+def _content_words(text: str) -> list[str]:
+    """The words of ``text`` but its filler words, except one between two numbers
+    ("steps 1-3 of 5", "10 to 20")."""
+    words = text.split()
+    last = len(words) - 1
+    return [
+        word
+        for i, word in enumerate(words)
+        if word.lower() not in _FILLER_WORDS
+        or (0 < i < last and _NUMBER.search(words[i - 1]) and _NUMBER.search(words[i + 1]))
+    ]
+
 
 def file_root(entries: Iterable[LedgerEntry]) -> str:
     """The folder above most files of ``entries``, shown once above them ("" if none).
@@ -1646,12 +1701,13 @@ def file_root(entries: Iterable[LedgerEntry]) -> str:
     return parent if len(parent) >= 8 else ""
 
 
-def entry_line(entry: LedgerEntry, root: str = "") -> str:
+def entry_line(entry: LedgerEntry, root: str = "", *, short: bool = False) -> str:
     """The line an entry is shown as (a test's or error's earlier value as "was X").
 
-    A file under ``root`` is shown by its path relative to it.
+    A file under ``root`` is shown by its path relative to it; with ``short``,
+    a sentence (one of :data:`BRIEF_KINDS`) without its filler words (:func:`brief`).
     """
-    value = entry.value
+    value = brief(entry.value) if short and entry.kind in BRIEF_KINDS else entry.value
     if root and entry.kind == "file" and value.startswith(root) and len(value) > len(root):
         value = value[len(root) :]
     if entry.kind == "error" and entry.state == "resolved":
@@ -1664,8 +1720,12 @@ def entry_line(entry: LedgerEntry, root: str = "") -> str:
     return f"- {value}"
 
 
-def render_entries(entries: Sequence[LedgerEntry]) -> str:
+def render_entries(entries: Sequence[LedgerEntry], *, short: Collection[str] = ()) -> str:
     """Render ``entries`` under their kinds' headings, each kind in session order.
+
+    The entries whose keys are in ``short`` are shown without their filler
+    words (:func:`entry_line`): how a checkpoint too small for the full lines
+    of what it must show shows it all.
 
     Examples:
         >>> print(render_entries([LedgerEntry("rule", "r", "Never push to main."),
@@ -1686,7 +1746,7 @@ def render_entries(entries: Sequence[LedgerEntry]) -> str:
     for kind in KINDS:
         if kind in by_kind:
             lines.append(f"{_heading(kind, by_kind[kind], root)}:")
-            lines += _kind_lines(kind, by_kind[kind], root)
+            lines += _kind_lines(kind, by_kind[kind], root, short)
     return "\n".join(lines)
 
 
@@ -1700,9 +1760,11 @@ def _heading(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> str:
     return HEADINGS[kind]
 
 
-def _kind_lines(kind: LedgerKind, entries: list[LedgerEntry], root: str) -> list[str]:
+def _kind_lines(
+    kind: LedgerKind, entries: list[LedgerEntry], root: str, short: Collection[str]
+) -> list[str]:
     """The lines of a kind's entries: one each, but names as an index on one line."""
     if kind == "name":  # an index: many on a line, most salient first
         names = sorted(entries, key=lambda e: -e.index)
         return [", ".join(entry.value for entry in names)]
-    return [entry_line(entry, root) for entry in entries]
+    return [entry_line(entry, root, short=entry.key in short) for entry in entries]

@@ -10,7 +10,7 @@ The record of a checkpoint is::
 
     {"kind": "checkpoint", "summary": ..., "preserved": [...], "replaced_count": n,
      "ledger": [{"kind": ..., "key": ..., "value": ...}, ...], "shown": [key, ...],
-     "span": [<record>, {"kind": "ref", "checkpoint": 0}, ...],
+     "short": [key, ...], "span": [<record>, {"kind": "ref", "checkpoint": 0}, ...],
      "checkpoints": [{"summary": ..., "preserved": [...], "replaced_count": n,
                       "span": [...]}, ...]}
 
@@ -95,6 +95,8 @@ def _entry(checkpoint: Checkpoint, index: Mapping[int, int], leaf: LeafWriter) -
         entry["ledger"] = checkpoint.ledger.to_records()
     if checkpoint.shown is not None:
         entry["shown"] = list(checkpoint.shown)
+    if checkpoint.short:
+        entry["short"] = list(checkpoint.short)
     return entry
 
 
@@ -172,6 +174,7 @@ def _build(
         span=span,
         ledger=ledger,
         shown=record.get("shown"),
+        short=record.get("short", ()),
     )
 
 
