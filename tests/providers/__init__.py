@@ -22,8 +22,10 @@ script is empty) and what the SDKs raise, as ``test_wire_servers.py`` pins it:
     raw(b"<html>", content_type="text/html")            the body as a str, no error
     hang()                    APITimeoutError           APITimeoutError
     reset()                   APIConnectionError        APIConnectionError
-    stream_cut()              APIConnectionError        httpx2.RemoteProtocolError (unwrapped)
-    stream_stall()            APITimeoutError           httpx2.ReadTimeout (unwrapped)
+    stream_cut()              APIConnectionError        httpx2.RemoteProtocolError (unwrapped;
+                                                        APIConnectionError from 2.17)
+    stream_stall()            APITimeoutError           httpx2.ReadTimeout (unwrapped;
+                                                        APITimeoutError from 2.17)
     stream_error()            APIError                  APIStatusError, status_code 200
 
 The fixtures ``openai_server`` and ``anthropic_server`` (``conftest.py``) give one per

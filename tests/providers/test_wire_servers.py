@@ -538,23 +538,35 @@ class TestAnthropicFaults:
     def test_stream_cut_raises_the_transport_error(
         self, anthropic_server: AnthropicWireServer
     ) -> None:
-        """A dropped stream raises httpx2's own error: the SDK does not wrap it mid-stream."""
+        """A dropped stream raises httpx2's own error, which anthropic 2.17 wraps.
+
+        Up to 2.16 the SDK let the transport error through mid-stream; from 2.17 it
+        raises APIConnectionError from it, as it does before the stream starts.
+        """
         anthropic_server.stream_cut(after=3)  # message_start, ping, content_block_start
         with anthropic_client(anthropic_server) as client:
             events, error = drain(message(client, stream=True))
         assert ["message_start", "content_block_start"] == [event.type for event in events]
-        assert type(error) is httpx2.RemoteProtocolError
-        assert not isinstance(error, anthropic.AnthropicError)
+        if isinstance(error, anthropic.APIConnectionError):
+            assert not isinstance(error, anthropic.APITimeoutError)
+            assert type(error.__cause__) is httpx2.RemoteProtocolError
+        else:
+            assert type(error) is httpx2.RemoteProtocolError
+            assert not isinstance(error, anthropic.AnthropicError)
 
     def test_stream_stall_raises_the_transport_timeout(
         self, anthropic_server: AnthropicWireServer
     ) -> None:
-        """A stream that goes silent raises httpx2.ReadTimeout, not APITimeoutError."""
+        """A stream that goes silent raises httpx2.ReadTimeout, which anthropic 2.17 wraps
+        as APITimeoutError (up to 2.16 it came through unwrapped)."""
         anthropic_server.stream_stall(after=3)
         with anthropic_client(anthropic_server, timeout=0.3) as client:
             events, error = drain(message(client, stream=True))
         assert 2 == len(events)
-        assert type(error) is httpx2.ReadTimeout
+        if isinstance(error, anthropic.APITimeoutError):
+            assert type(error.__cause__) is httpx2.ReadTimeout
+        else:
+            assert type(error) is httpx2.ReadTimeout
 
     def test_stream_error_event_raises_a_200_status_error(
         self, anthropic_server: AnthropicWireServer
