@@ -3,8 +3,10 @@
 - ``ChatContext.add`` with an inline ``WindowCompactor`` drops the oldest body
   in place on the node it has just built; the plain path builds that node,
   asks :func:`window_cut` for the cut and builds the sibling with ``_replace``.
-- ``Message(role, text)`` sets its fields directly; the plain path converts
-  and validates them.
+- ``WindowCompactor.compact`` (any compactor whose ``compact`` is its
+  ``inline_cut``) applies the cut itself; the plain path drives its ``steps``.
+- ``Message(role, text)`` and ``ModelOutputThunk(text, usage=...)`` set their
+  fields directly; the plain path converts and validates them.
 - The OpenAI reader reads its two commonest shapes directly; the plain path
   is the general reader, ``_parse_message``.
 - ``is_safe_cut(..., loop=...)`` takes the trailing loop a caller has found;
@@ -30,7 +32,9 @@ from mellea_ctx import (
     ChatContext,
     Component,
     Message,
+    ModelOutputThunk,
     ToolMessage,
+    Usage,
     WindowCompactor,
     to_openai,
 )
@@ -39,6 +43,7 @@ from mellea_ctx._core.boundaries import is_safe_cut, safe_cut_table, thinking_lo
 from mellea_ctx._core.encoding import load_o200k_base
 from mellea_ctx._core.exceptions import InvalidComponentError
 from mellea_ctx._core.parts import EMPTY, TextPart, freeze_json, to_extra
+from mellea_ctx._core.protocols import CompactCall
 from mellea_ctx._formats.openai.read import _parse_message, parse_message
 
 from .helpers import CORPUS
@@ -167,7 +172,7 @@ def _outcome(make: Any) -> Any:
 def _fields(message: object) -> Any:
     if isinstance(message, tuple):
         return message
-    assert isinstance(message, Message)
+    assert isinstance(message, Message | ModelOutputThunk)
     values = attrs.astuple(message, recurse=False)
     return (
         values,
@@ -213,6 +218,41 @@ class TestMessage:
 
         Noted("user", "hello")
         assert seen == ["hello"]
+
+
+_USAGES = st.one_of(
+    st.none(),
+    st.builds(Usage, prompt_tokens=st.integers(0, 10**6), completion_tokens=st.integers(0, 999)),
+)
+
+
+class TestModelOutputThunk:
+    @given(value=st.one_of(texts, st.text(max_size=20), st.none(), st.integers()), usage=_USAGES)
+    def test_plain_text_equals_the_converted_path(self, value: Any, usage: Usage | None) -> None:
+        fast = _outcome(lambda: ModelOutputThunk(value, usage=usage))
+        # tool_calls=[] is not the default's identity: the general path runs.
+        plain = _outcome(lambda: ModelOutputThunk(value, tool_calls=[], usage=usage))
+        assert _fields(fast) == _fields(plain)
+
+    def test_the_fast_path_still_refuses_what_the_plain_path_refuses(self) -> None:
+        with pytest.raises(InvalidComponentError, match="usage"):
+            ModelOutputThunk("x", usage={"total_tokens": 3})  # type: ignore[arg-type]
+        with pytest.raises(InvalidComponentError):
+            ModelOutputThunk(b"bytes")  # type: ignore[arg-type]
+
+
+class TestCompactCut:
+    @given(data=st.data(), size=sizes, pin=pins)
+    def test_compact_is_what_its_steps_give(self, data: st.DataObject, size: int, pin: Any) -> None:
+        items = _loosen(data.draw(histories(rich=True)), data)
+        compactor = WindowCompactor(size=size, pin_predicate=pin)
+        ctx = ChatContext()
+        for component in items:
+            ctx = ctx.add(component)
+            fast = compactor.compact(ctx)
+            plain = compactor.steps(CompactCall(ctx, None, False, None))
+            assert (fast is ctx) == (plain is ctx)
+            assert _state(fast) == _state(plain)
 
 
 class TestToExtra:

@@ -67,6 +67,8 @@ class ScriptedBackend(BaseBackend):
             options["tools"] = list(tools)
         self.calls.append((messages, options))
         reply = self._handler(messages, options)
+        if reply.__class__ is str:  # the usual answer, before asking whether it is awaitable
+            return ModelOutputThunk(reply)
         if inspect.isawaitable(reply):
             reply = await reply
         if isinstance(reply, ModelOutputThunk):

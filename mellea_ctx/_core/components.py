@@ -406,6 +406,30 @@ class ModelOutputThunk(Component):
         extra: Mapping[str, Any] | None = None,
         structured: bool | None = None,
     ) -> None:
+        if (
+            value.__class__ is str
+            and parts is None
+            and tool_calls is _NOTHING
+            and (usage is None or usage.__class__ is Usage)
+            and extra is None
+            and structured is None
+            and self.__class__ is ModelOutputThunk
+        ):
+            # The plain answer, ModelOutputThunk(text) (with its usage): every field is
+            # known valid, so set them as __attrs_init__ would (see Message's own path).
+            if value:
+                part = _new(TextPart)
+                _set_text(part, value)
+                _set_part_extra(part, EMPTY)
+                _set_thunk_parts(self, (part,))
+            else:
+                _set_thunk_parts(self, ())
+            _set_value(self, value)
+            _set_thunk_calls(self, ())
+            _set_usage(self, usage)
+            _set_thunk_extra(self, EMPTY)
+            _set_thunk_structured(self, False)
+            return
         if parts is None:
             if value is not None:
                 require_str("ModelOutputThunk", "value", value)
@@ -443,6 +467,14 @@ class ModelOutputThunk(Component):
     def content(self) -> str:
         """The generated text, or ``""`` when there is none."""
         return self.value or ""
+
+
+_set_value: Final = ModelOutputThunk.__dict__["value"].__set__
+_set_thunk_parts: Final = ModelOutputThunk.__dict__["parts"].__set__
+_set_thunk_calls: Final = ModelOutputThunk.__dict__["tool_calls"].__set__
+_set_usage: Final = ModelOutputThunk.__dict__["usage"].__set__
+_set_thunk_extra: Final = ModelOutputThunk.__dict__["extra"].__set__
+_set_thunk_structured: Final = ModelOutputThunk.__dict__["structured"].__set__
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True)

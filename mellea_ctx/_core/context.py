@@ -33,7 +33,7 @@ from .exceptions import (
 )
 from .nodes import Lazy, Node, bound_is_proven, inherit_attributes, lazy_lock, require_components
 from .pins import PinPredicate, is_prefix_stable, pin_react_initiator, pin_system
-from .protocols import INLINE_CUTS, InlineCompactor, compact_inline
+from .protocols import InlineCompactor, compact_inline
 from .reprs import short_repr
 from .tokens import TokenCounter, default_counter
 
@@ -200,7 +200,7 @@ class ChatContext(Node):
         compactor = self._compactor
         if compactor is None or self._hold:
             return node  # no compactor, or backing off after a failed compaction
-        cut = INLINE_CUTS.get(compactor.__class__)
+        cut = compactor._cut
         if cut is not None and cls._builds_fresh:  # a pure cut: one node per add, not two
             span = cut(compactor, node)
             if span is None:

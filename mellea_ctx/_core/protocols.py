@@ -24,9 +24,9 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
-import functools
 import inspect
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
 from types import GeneratorType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
@@ -145,14 +145,20 @@ is not a Component; build it with Message(...) or from_openai(...)
                 tool not a ``Tool``.
             InvalidComponentError: When a message is not a ``Component``.
         """
-        owner = f"{type(self).__name__}.generate"
-        components = _messages(owner, messages)
-        fix = "pass a dict such as {'max_tokens': 400}"
-        options = require_instance(
-            owner, "model_options", model_options, Mapping, optional=True, fix=fix
-        )
-        offered = _tools(owner, tools)
-        return await self.answer(components, dict(options or {}), offered)
+        kind = messages.__class__
+        if (kind is list or kind is tuple) and all(map(isinstance, messages, repeat(Component))):
+            components = tuple(messages)  # the usual case, checked without a loop of ours
+        else:
+            components = _messages(f"{type(self).__name__}.generate", messages)
+        if model_options is None or model_options.__class__ is dict:
+            options = dict(model_options or ())
+        else:
+            owner = f"{type(self).__name__}.generate"
+            fix = "pass a dict such as {'max_tokens': 400}"
+            require_instance(owner, "model_options", model_options, Mapping, fix=fix)
+            options = dict(model_options)
+        offered = () if tools is None else _tools(f"{type(self).__name__}.generate", tools)
+        return await self.answer(components, options, offered)
 
     @abc.abstractmethod
     async def answer(
@@ -311,11 +317,6 @@ async def acompact_with(
     return result
 
 
-#: Per :class:`InlineCompactor` subclass, its ``inline_cut`` when ``ChatContext.add``
-#: honours it (see :class:`InlineCompactor`); filled as each subclass is created.
-INLINE_CUTS: dict[type, Callable[[Any, ChatContext], tuple[int, int] | None]] = {}
-
-
 def _owner(cls: type, name: str) -> type | None:
     """The class of ``cls``'s method resolution order that defines ``name``."""
     return next((klass for klass in cls.__mro__ if name in vars(klass)), None)
@@ -407,11 +408,18 @@ class Compaction:
             )
 
 
-@functools.cache
-def _context_type() -> type:
-    from .context import ChatContext  # the context imports this module: looked up once
+#: ``ChatContext``, once :func:`_context_type` has looked it up: a context of exactly
+#: that class (what ``ChatContext.add`` hands over) is told apart by one identity test.
+_context_class: type | None = None
 
-    return ChatContext
+
+def _context_type() -> type:
+    global _context_class  # the context imports this module: looked up once
+    if _context_class is None:
+        from .context import ChatContext
+
+        _context_class = ChatContext
+    return _context_class
 
 
 def _checked(
@@ -477,6 +485,9 @@ class BaseCompactor:
     _steps_are_compact: bool = True
     #: Per subclass: whether its ``compact`` is this one (:func:`compact_inline` asks the gate).
     _base_compact: bool = True
+    #: Per subclass: its ``inline_cut`` when its ``compact`` is that pure cut (honoured by
+    #: ``ChatContext.add`` and by ``compact`` itself, see :class:`InlineCompactor`), else ``None``.
+    _cut: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -515,11 +526,15 @@ class BaseCompactor:
                 ``backend`` with no ``generate``, a ``force`` that is not a bool,
                 or ``instructions`` that are not text.
         """
-        if force is not False or instructions is not None or not isinstance(ctx, _context_type()):
+        if type(ctx) is not _context_class or force is not False or instructions is not None:
             _checked(self, "compact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
             return ctx
+        cut = self._cut
+        if cut is not None:  # a pure cut: no steps to drive
+            span = cut(self, ctx)
+            return ctx if span is None else ctx.replace_span(*span)
         return self._run(ctx, backend, force, instructions)
 
     def _run(
@@ -542,7 +557,7 @@ class BaseCompactor:
         """Async form of :meth:`compact`: the same checks and gate, each effect awaited."""
         if not self._steps_are_compact:  # a compact of the subclass's own: no I/O to await
             return compact_with(self, ctx, backend=backend, force=force, instructions=instructions)
-        if force is not False or instructions is not None or not isinstance(ctx, _context_type()):
+        if type(ctx) is not _context_class or force is not False or instructions is not None:
             _checked(self, "acompact", ctx, force, instructions)
         gate = self._gate
         if gate is not None and not force and not gate(self, ctx):
@@ -582,8 +597,9 @@ class InlineCompactor(BaseCompactor):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if written_for(cls, "inline_cut", "compact") and written_for(cls, "inline_cut", "steps"):
-            INLINE_CUTS[cls] = vars(_owner(cls, "inline_cut"))["inline_cut"]
+        honoured = all(written_for(cls, "inline_cut", basis) for basis in ("compact", "steps"))
+        hook = vars(_owner(cls, "inline_cut"))["inline_cut"] if honoured else None
+        cls._cut = None if hook is None else staticmethod(hook)  # called as cut(self, ctx)
 
 
 def compact_inline(compactor: InlineCompactor, ctx: ChatContext) -> ChatContext:
