@@ -186,3 +186,48 @@ class TestWhatHappened:
         summary = summarize(text, 200)
         assert line.strip() not in summary
         assert "The theme is applied by the layout component." in summary
+
+
+class TestRefrains:
+    """compaction-conformance-kit at 10-20%: the summary's least room quoted "Noted and
+    recorded.", an acknowledgement said twenty times, taking the room of a fact (issue 21)."""
+
+    _REPLY = st.text(alphabet=st.sampled_from("abcdefghij klmnop"), min_size=12, max_size=40)
+
+    @given(
+        refrain=_REPLY.map(lambda text: f"Reply {text.strip()} done."),
+        times=st.integers(3, 12),
+        news=st.lists(
+            st.sampled_from(
+                [
+                    "The parser fails on tabs in the header row.",
+                    "Moved the cache to the worker process today.",
+                    "The flaky login test was caused by a shared port.",
+                    "The build server was slow all morning.",
+                ]
+            ),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        ),
+    )
+    @settings(max_examples=40, deadline=None)
+    def test_a_sentence_said_three_times_or_more_is_not_quoted(
+        self, refrain: str, times: int, news: list[str]
+    ) -> None:
+        """A sentence said verbatim three times or more in the span (an acknowledgement, a
+        status line) is a refrain; what was said once or twice is quoted, room allowing."""
+        lines = [f"[assistant] {refrain}"] * times
+        for position, sentence in enumerate(news):
+            lines.insert(position * 2, f"[user] {sentence}")
+        lines.insert(1, f"[user] {news[0]}")  # said twice: still news
+        summary = summarize("\n".join(lines), 400)
+        assert refrain not in summary
+        for sentence in news:
+            assert sentence in summary
+
+    def test_a_span_of_refrains_is_summarized_by_the_fallback(self) -> None:
+        """Nothing but refrains: the fallback line, without the count the checkpoint's header
+        already gives."""
+        text = "\n".join(["[assistant] Noted and recorded."] * 5)
+        assert summarize(text, 40) == "Their state follows."

@@ -1005,6 +1005,45 @@ class TestSizedByTheLedger:
             out = compactor.compact(ctx)
         assert any(isinstance(c, Checkpoint) for c in out.as_list())
 
+    @settings(max_examples=30, deadline=None)
+    @given(size=st.integers(40, 140), facts=st.integers(0, 4))
+    def test_the_room_a_short_summary_leaves_goes_to_the_ledger(self, size, facts) -> None:
+        """compaction-conformance-kit at 20%: the summary came back shorter than its room and
+        a fact its short line fit in was left out; now the block is chosen again for the room
+        left. It fits the size, and shows as much as beside a summary that takes its room."""
+        ctx = _session(_RULES, 0)
+        for i in range(facts):
+            ctx = ctx.add(Message("user", f"The staging host for region {i} is stg-{i}1.internal."))
+            ctx = ctx.add(Message("assistant", "Noted."))
+        for _ in range(30):
+            ctx = ctx.add(Message("user", _FILLER[0])).add(Message("assistant", _FILLER[1]))
+
+        def to_the_limit(messages: object, options: dict[str, object]) -> str:
+            return " ".join(["work"] * int(options["max_tokens"]))  # type: ignore[call-overload]
+
+        def checkpoint(answer: object) -> Checkpoint:
+            compactor = LLMSummarizeCompactor(
+                default_backend=ScriptedBackend(answer),  # type: ignore[arg-type]
+                keep_n=2,
+                model_options={"max_tokens": size},
+            )
+            out = next(c for c in compactor.compact(ctx).as_list() if isinstance(c, Checkpoint))
+            assert ctx.counter.count(out) <= size
+            return out
+
+        full = checkpoint(to_the_limit)
+        short = checkpoint(lambda messages, options: "Done.")
+        assert len(short.shown or ()) >= len(full.shown or ())
+        shown = short.shown_entries()
+        block = ctx.counter.count_text(render_entries(shown, short=short.short)) if shown else 0
+        unused = size - ctx.counter.count(short)
+        # Each rule or fact left out has no room, even short (the block's estimate: 2 tokens).
+        for entry in short.ledger.entries:
+            if entry in shown:
+                continue
+            wider = render_entries([*shown, entry], short={*short.short, entry.key})
+            assert ctx.counter.count_text(wider) - block > unused - 2, entry
+
     def test_a_given_summary_size_is_kept(self) -> None:
         """``summary_tokens`` fixes the checkpoint's size: it is what is asked, ledger or not."""
         ctx = _session(_RULES, 30)

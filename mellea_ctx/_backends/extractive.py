@@ -406,9 +406,11 @@ class ExtractiveBackend(BaseBackend):
         components the transcript was rendered from) is left to the
         checkpoint's ledger, and a statement a later one superseded is never
         repeated; tool-call arguments are never quoted, nor a tool output's lines
-        of data (JSON, markup, a read file's numbered lines, lines of code). The
-        result, counted as a whole under ``o200k_base``, is never over
-        ``budget``.
+        of data (JSON, markup, a read file's numbered lines, lines of code), nor a
+        refrain (a sentence said verbatim three times or more: an acknowledgement,
+        a status line). With nothing else to say, it is the line "Their state
+        follows." (the checkpoint's header gives the count). The result, counted
+        as a whole under ``o200k_base``, is never over ``budget``.
 
         Examples:
             >>> ExtractiveBackend().summarize("[user] Ship the build to staging today.", 40)
@@ -432,7 +434,6 @@ class ExtractiveBackend(BaseBackend):
             if entry.source == "user" and entry.key != "goal"  # requests tell what happened
             for value in (entry.value, *entry.superseded)
         ]
-        read = len(components)
         del components, ledger  # a long span's are big; the sentences come next (issue 24)
         sentences = _sentences(
             text,
@@ -443,8 +444,9 @@ class ExtractiveBackend(BaseBackend):
                 speaker != "call" and not _is_data(said) and not _carried(said, carried)
             ),
         )
-        fallback = f"{read} earlier messages; their state follows."
-        summary = _pick(sentences, budget)
+        # The checkpoint's header says how many messages there were: the fallback does not.
+        fallback = "Their state follows."
+        summary = _pick(_news(sentences), budget)
         if summary:
             return summary
         return fallback if counter.count_text(fallback) <= budget else ""
@@ -452,6 +454,15 @@ class ExtractiveBackend(BaseBackend):
 
 # How much what each speaker says weighs against what the agent says (1).
 _SPEAKER_WEIGHT = {"user": 1.6, "tool": 0.7}
+# A sentence said this many times in a span is a refrain, not news.
+_REFRAIN = 3
+
+
+def _news(sentences: list[_Sentence]) -> list[_Sentence]:
+    """``sentences`` but the refrains: a sentence said verbatim :data:`_REFRAIN` times or more
+    (an acknowledgement, a status line, a template's line) tells nothing of what happened."""
+    said = Counter(sentence.text for sentence in sentences)
+    return [sentence for sentence in sentences if said[sentence.text] < _REFRAIN]
 
 
 def _pick(sentences: list[_Sentence], budget: int) -> str:

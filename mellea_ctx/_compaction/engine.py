@@ -53,7 +53,7 @@ from .chunked import summarize_span
 from .continuation import summarize_continuing
 from .prompts import fill_template
 from .records import CompactionRecord, CompactionWarning, Outcome, emit_record
-from .render_budget import choose_block, choose_entries, state_tokens
+from .render_budget import choose_block, choose_entries, shows_more, state_tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -515,6 +515,8 @@ class Summary:
 _MIN_SUMMARY = 10
 # The share of the room the ledger's history may fill (the rest of the ledger may take it all).
 _LEDGER_SHARE = 0.7
+# How many times the ledger's block is chosen again for the room a short summary left.
+_REFILLS = 3
 #: The share of the room left after the ledger that the exact details may keep from the summary.
 _DETAILS_SHARE = 0.4
 
@@ -528,6 +530,10 @@ class _Plan:
     omitted: tuple[LedgerEntry, ...]
     options: Mapping[str, Any]
     short: tuple[str, ...] = ()  # shown without their filler words: too little room
+    # What the room a short summary leaves may add: the ledger the entries were chosen
+    # from (none updated by the messages kept after it) and the cap of its history.
+    ledger: Ledger = attrs.field(factory=Ledger)
+    history: int | None = None
 
 
 def span_start(
@@ -661,7 +667,9 @@ def _plan(
     left = max(budget - header - used - 4, 0)
     reserve = _details_reserve(_details(facts, ledger, state), left, count)
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
-    return _Plan(budget, shown, omitted, {**options, "max_tokens": summary_room}, short)
+    options = {**options, "max_tokens": summary_room}
+    history = int(room * _LEDGER_SHARE)
+    return _Plan(budget, shown, omitted, options, short, ledger=ledger, history=history)
 
 
 def checkpoint_room(ctx: ChatContext, span: Sequence[Component], state_cap: int) -> int:
@@ -734,8 +742,9 @@ def _fit(
     not show and the lost details it had no room for.
     """
     shown = list(plan.shown)
+    short = plan.short
     omitted = list(plan.omitted)
-    state = render_entries([e for e in ledger.entries if e.key in set(shown)], short=plan.short)
+    state = render_entries([e for e in ledger.entries if e.key in set(shown)], short=short)
     lost = _details(facts, ledger, summary + "\n" + state)
     carried = list(lost)
 
@@ -748,11 +757,41 @@ def _fit(
             replaced_count=replaced_count,
             ledger=ledger,
             shown=tuple(shown),
-            short=plan.short,
+            short=short,
         )
 
     checkpoint = build()
     priority = {key: rank for rank, key in enumerate(plan.shown)}
+
+    def filled() -> None:
+        """The room a summary shorter than asked left goes to the ledger: its block is
+        chosen again, as :func:`_plan` chose it, for the room it now has (not the room
+        of exact details that gave way: they came first)."""
+        nonlocal checkpoint, shown, short, priority
+        budget = plan.budget or 0
+        slack = budget - count_memoized(ctx.counter, checkpoint)
+        if slack <= 0 or len(carried) < len(lost):
+            return
+        if all(e.key in priority for e in plan.ledger.entries):
+            return  # nothing left out
+        block = [e for e in ledger.entries if e.key in set(shown)]
+        room = slack + (_count_text(ctx, render_entries(block, short=short)) if block else 0)
+        before = (shown, short, checkpoint)
+        for _ in range(_REFILLS):  # the block's estimate can run over: ask again, smaller
+            keys, _, wider_short = choose_block(
+                plan.ledger, room, lambda text: _count_text(ctx, text), plan.history
+            )
+            if not shows_more(plan.ledger, keys, before[0]):
+                break
+            shown, short = list(keys), wider_short
+            checkpoint = build()
+            over = count_memoized(ctx.counter, checkpoint) - budget
+            if over <= 0:
+                priority = {key: rank for rank, key in enumerate(keys)}
+                omitted[:] = [e for e in omitted if e.key not in priority]
+                return
+            room -= over
+        shown, short, checkpoint = before  # no wider block fits: as it was
 
     def fits(limit: int, details_first: bool) -> None:
         nonlocal checkpoint
@@ -777,6 +816,7 @@ def _fit(
 
     if plan.budget is not None:  # the size asked: carried details give way first
         fits(plan.budget, details_first=True)
+        filled()
     # Smaller than the span in any case: a checkpoint its ledger made larger is no use.
     fits(count_all(ctx.counter, span_of) - 1, details_first=False)
     kept = {fact.text for fact in carried}

@@ -459,6 +459,23 @@ def choose_block(
     return tuple(entry.key for entry in chosen), left_out, tuple(k for k in state if k in short)
 
 
+def shows_more(ledger: Ledger, keys: Collection[str], than: Collection[str]) -> bool:
+    """Whether a block of ``keys`` shows more of ``ledger`` than one of ``than``: it leaves out
+    fewer rules, constraints, goals and open errors, or as many and less current state, or
+    as much of both and all ``than`` shows, and more.
+
+    Examples:
+        >>> ledger = Ledger([LedgerEntry("rule", "r", "Never push to main."),
+        ...                  LedgerEntry("command", "c", "ls → ok")])
+        >>> shows_more(ledger, ["r"], ["c"]), shows_more(ledger, ["r", "c"], ["r"])
+        (True, True)
+    """
+    wider, narrower = set(keys), set(than)
+    standing = _standing([e for e in ledger.entries if e.key not in wider])
+    before = _standing([e for e in ledger.entries if e.key not in narrower])
+    return standing > before or (standing == before and wider > narrower)
+
+
 def _standing(omitted: Sequence[LedgerEntry]) -> tuple[int, int]:
     """How many of the first two tiers ``omitted`` holds, negated: more shown compares larger."""
     tiers = Counter(_tier(entry) for entry in omitted)
