@@ -22,7 +22,7 @@ caller can see.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
@@ -272,16 +272,19 @@ class Message(Component):
 _NOTHING: Final = ()  # the default of tool_calls= and images=, told apart by identity
 _PLAIN_ROLES: Final = frozenset(MESSAGE_ROLES)
 _new: Final = object.__new__
-# The slots' own setters (a frozen attrs class refuses setattr; __attrs_init__ goes
-# around it the same way).
-_set_text: Final = TextPart.__dict__["text"].__set__
-_set_part_extra: Final = TextPart.__dict__["extra"].__set__
-_set_role: Final = Message.__dict__["role"].__set__
-_set_parts: Final = Message.__dict__["parts"].__set__
-_set_calls: Final = Message.__dict__["tool_calls"].__set__
-_set_name: Final = Message.__dict__["name"].__set__
-_set_extra: Final = Message.__dict__["extra"].__set__
-_set_structured: Final = Message.__dict__["structured"].__set__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
+    """The setters of ``cls``'s slots ``names``, for a plain-text path that sets known-valid
+    fields itself (a frozen attrs class refuses setattr; ``__attrs_init__`` goes around it
+    the same way)."""
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+_set_text, _set_part_extra = _setters(TextPart, "text", "extra")
+_set_role, _set_parts, _set_calls, _set_name, _set_extra, _set_structured = _setters(
+    Message, "role", "parts", "tool_calls", "name", "extra", "structured"
+)
 
 
 def _image_part(ref: str) -> ImagePart:
@@ -469,12 +472,14 @@ class ModelOutputThunk(Component):
         return self.value or ""
 
 
-_set_value: Final = ModelOutputThunk.__dict__["value"].__set__
-_set_thunk_parts: Final = ModelOutputThunk.__dict__["parts"].__set__
-_set_thunk_calls: Final = ModelOutputThunk.__dict__["tool_calls"].__set__
-_set_usage: Final = ModelOutputThunk.__dict__["usage"].__set__
-_set_thunk_extra: Final = ModelOutputThunk.__dict__["extra"].__set__
-_set_thunk_structured: Final = ModelOutputThunk.__dict__["structured"].__set__
+(
+    _set_value,
+    _set_thunk_parts,
+    _set_thunk_calls,
+    _set_usage,
+    _set_thunk_extra,
+    _set_thunk_structured,
+) = _setters(ModelOutputThunk, "value", "parts", "tool_calls", "usage", "extra", "structured")
 
 
 @attrs.define(frozen=True, slots=True, cache_hash=True)
