@@ -78,6 +78,14 @@ from ..test_invariants import snapshot
 PROVIDERS = ["openai", "anthropic"]
 RETRIES = 2  # the compactors' default
 SDK_TIMEOUT = 0.3  # seconds the SDK waits for one answer (hang and stall faults)
+# What it waits for a fault that is not a timeout: on a loaded machine the loopback server
+# can take longer than SDK_TIMEOUT to read a request, and a timeout is then not the fault.
+ANSWER_TIMEOUT = 10.0
+
+
+def timeout_for(fault: Fault) -> float:
+    """The SDK's timeout for ``fault``: short only where the fault is a timeout."""
+    return SDK_TIMEOUT if fault.error is BackendTimeoutError else ANSWER_TIMEOUT
 
 
 def make_server(provider: str, handler: Callable[[Any], Action] | None = None) -> WireServer:
@@ -269,7 +277,8 @@ class TestEveryFaultEveryWay:
         of requests."""
         # More faults than the bound: the count shows the bound, not the script's length.
         with make_server(provider, lambda body: fault.action) as server:
-            ctx, run = play(mode, make_backend(provider, server), strict)
+            backend = make_backend(provider, server, timeout=timeout_for(fault))
+            ctx, run = play(mode, backend, strict)
             received = len(server.requests)
         before = snapshot(ctx)
         inline = mode.endswith("inline")
