@@ -71,11 +71,6 @@ def _items(owner: str, name: str, value: object, fix: str) -> tuple[Any, ...]:
 
 def _messages(owner: str, messages: object) -> tuple[Component, ...]:
     items = _items(owner, "messages", messages, "wrap a single component in a list")
-    for item in items:  # the usual case, all components, without counting them
-        if not isinstance(item, Component):
-            break
-    else:
-        return items
     for index, item in enumerate(items):
         if not isinstance(item, Component):
             fix = "build it with Message(...) or from_openai(...)"
@@ -146,19 +141,21 @@ is not a Component; build it with Message(...) or from_openai(...)
             InvalidComponentError: When a message is not a ``Component``.
         """
         kind = messages.__class__
-        if (kind is list or kind is tuple) and all(map(isinstance, messages, repeat(Component))):
-            components = tuple(messages)  # the usual case, checked without a loop of ours
-        else:
-            components = _messages(f"{type(self).__name__}.generate", messages)
-        if model_options is None or model_options.__class__ is dict:
-            options = dict(model_options or ())
-        else:
-            owner = f"{type(self).__name__}.generate"
-            fix = "pass a dict such as {'max_tokens': 400}"
-            require_instance(owner, "model_options", model_options, Mapping, fix=fix)
-            options = dict(model_options)
-        offered = () if tools is None else _tools(f"{type(self).__name__}.generate", tools)
-        return await self.answer(components, options, offered)
+        if (
+            (kind is list or kind is tuple)
+            and (model_options is None or model_options.__class__ is dict)
+            and tools is None
+            and all(map(isinstance, messages, repeat(Component)))
+        ):  # the usual call, checked without a loop of ours or an ABC to ask
+            return await self.answer(tuple(messages), dict(model_options or ()), ())
+        owner = f"{type(self).__name__}.generate"
+        components = _messages(owner, messages)
+        fix = "pass a dict such as {'max_tokens': 400}"
+        options = require_instance(
+            owner, "model_options", model_options, Mapping, optional=True, fix=fix
+        )
+        offered = _tools(owner, tools)
+        return await self.answer(components, dict(options or {}), offered)
 
     @abc.abstractmethod
     async def answer(
