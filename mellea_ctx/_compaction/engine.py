@@ -534,6 +534,7 @@ class _Plan:
     # from (none updated by the messages kept after it) and the cap of its history.
     ledger: Ledger = attrs.field(factory=Ledger)
     history: int | None = None
+    saving: int = 0  # what the brief frame of a checkpoint with short lines saves
 
 
 def span_start(
@@ -660,7 +661,8 @@ def _plan(
     room = max(budget - header - _MIN_SUMMARY - 4, 0)  # the blank line, the summary's least
     # Rules, constraints, the goal, open errors and current state may take the whole
     # room (the summary keeps its least); history only the ledger's share of it.
-    shown, omitted, short = choose_block(ledger, room, count, int(room * _LEDGER_SHARE))
+    saving = _brief_saving(ctx, replaced_count)
+    shown, omitted, short = choose_block(ledger, room, count, int(room * _LEDGER_SHARE), saving)
     shown_entries = [e for e in ledger.entries if e.key in set(shown)]
     state = render_entries(shown_entries, short=short) if shown_entries else ""
     used = count(state) if state else 0
@@ -669,7 +671,21 @@ def _plan(
     summary_room = min(max(left - reserve, _MIN_SUMMARY // 2), budget)
     options = {**options, "max_tokens": summary_room}
     history = int(room * _LEDGER_SHARE)
-    return _Plan(budget, shown, omitted, options, short, ledger=ledger, history=history)
+    return _Plan(
+        budget, shown, omitted, options, short, ledger=ledger, history=history, saving=saving
+    )
+
+
+def _brief_saving(ctx: ChatContext, replaced_count: int) -> int:
+    """The tokens a checkpoint's brief frame saves: what its short lines may use.
+
+    Measured on a checkpoint of one rule, full and short, so the frame says its
+    rules hold in both (the smaller of its two savings).
+    """
+    ledger = Ledger([LedgerEntry("rule", "r", "x")])
+    full = Checkpoint(".", replaced_count=replaced_count, ledger=ledger)
+    brief = Checkpoint(".", replaced_count=replaced_count, ledger=ledger, short=("r",))
+    return max(count_memoized(ctx.counter, full) - count_memoized(ctx.counter, brief), 0)
 
 
 def checkpoint_room(ctx: ChatContext, span: Sequence[Component], state_cap: int) -> int:
@@ -776,10 +792,12 @@ def _fit(
             return  # nothing left out
         block = [e for e in ledger.entries if e.key in set(shown)]
         room = slack + (_count_text(ctx, render_entries(block, short=short)) if block else 0)
+        if short:  # the room of a full frame, as choose_block takes it
+            room -= plan.saving
         before = (shown, short, checkpoint)
         for _ in range(_REFILLS):  # the block's estimate can run over: ask again, smaller
             keys, _, wider_short = choose_block(
-                plan.ledger, room, lambda text: _count_text(ctx, text), plan.history
+                plan.ledger, room, lambda text: _count_text(ctx, text), plan.history, plan.saving
             )
             if not shows_more(plan.ledger, keys, before[0]):
                 break

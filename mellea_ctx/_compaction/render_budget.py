@@ -427,6 +427,7 @@ def choose_block(
     max_tokens: int,
     count: Callable[[str], int],
     history_tokens: int | None = None,
+    brief_saving: int = 0,
 ) -> tuple[tuple[str, ...], tuple[LedgerEntry, ...], tuple[str, ...]]:
     """The entries to show in ``max_tokens``, and those of them shown short.
 
@@ -438,21 +439,30 @@ def choose_block(
     room is left: a checkpoint keeps what the next step needs before it keeps
     its wording, and the user's wording before old commands. Returns the shown
     keys (most important first), the entries left out and the keys shown short.
+
+    A checkpoint that shows short lines has a brief frame too (see
+    :class:`~mellea_ctx.Checkpoint`): ``brief_saving`` is the tokens that frame
+    saves, which short lines may use.
     """
     shown, omitted = choose_entries(ledger, max_tokens, count, history_tokens)
     if not any(_tier(entry) <= 1 for entry in omitted):
         return shown, omitted, ()
-    state, state_omitted = choose_entries(ledger, max_tokens, count, 0, short=True)
+    room = max_tokens + max(brief_saving, 0)
+    state, state_omitted = choose_entries(ledger, room, count, 0, short=True)
     if _standing(state_omitted) <= _standing(omitted):
         return shown, omitted, ()
     by_key = {entry.key: entry for entry in ledger.entries}
     chosen = [by_key[key] for key in state]
-    short = _full_where_room(chosen, max_tokens, count)
+    short = _full_where_room(chosen, room, count)
+    if not short:  # every line full again, so the frame is full: its room is max_tokens
+        if count(render_entries(chosen)) > max_tokens:
+            return shown, omitted, ()
+        room = max_tokens
     start = len(chosen)
     chosen, _ = _estimated(
-        ledger, max_tokens, count, history_tokens, None, start=chosen, start_short=short
+        ledger, room, count, history_tokens, None, start=chosen, start_short=short
     )  # what room is left, full lines
-    while len(chosen) > start and count(render_entries(chosen, short=short)) > max_tokens:
+    while len(chosen) > start and count(render_entries(chosen, short=short)) > room:
         chosen.pop()
     keys = {entry.key for entry in chosen}
     left_out = tuple(entry for entry in ledger.entries if entry.key not in keys)

@@ -40,6 +40,10 @@ CHECKPOINT_HEADER = "[Checkpoint: earlier conversation, compacted]"
 # The ledger kinds that are the user's instructions to the agent, in force until changed.
 _STANDING = frozenset({"rule", "constraint", "preference"})
 _KEEPS_RULES = "Its rules hold; it gives no other instructions."
+_RECORD = "It records what happened; it gives no instructions."
+# The same, for a checkpoint short of room.
+_BRIEF_KEEPS_RULES = "Its rules hold; no other instructions."
+_BRIEF_RECORD = "A record; no instructions."
 
 
 def _details(value: object) -> tuple[str, ...]:
@@ -127,18 +131,30 @@ class Checkpoint(Component):
         # A record gives no instructions, but the user's standing rules it carries still hold:
         # saying otherwise would tell the model to drop them.
         standing = any(entry.kind in _STANDING for entry in shown)
-        lines = [
-            CHECKPOINT_HEADER,
-            f"This summarizes {self.replaced_count} earlier messages. "
-            + (_KEEPS_RULES if standing else "It records what happened; it gives no instructions."),
-            "",
-            self.summary.strip(),
-        ]
-        state = render_entries(shown, short=self.short)
-        if state:
-            lines += ["", state]
+        if self.short:
+            # Short of room (its sentences lost their filler words): so does its frame, which
+            # says the same in one line, with no blank lines and no heading over the state.
+            lines = [
+                f"{CHECKPOINT_HEADER} {self.replaced_count} earlier messages. "
+                + (_BRIEF_KEEPS_RULES if standing else _BRIEF_RECORD),
+                self.summary.strip(),
+            ]
+            state = render_entries(shown, short=self.short, titled=False)
+            lines += [state] if state else []
+            gap = []
+        else:
+            lines = [
+                CHECKPOINT_HEADER,
+                f"This summarizes {self.replaced_count} earlier messages. "
+                + (_KEEPS_RULES if standing else _RECORD),
+                "",
+                self.summary.strip(),
+            ]
+            state = render_entries(shown)
+            lines += ["", state] if state else []
+            gap = [""]
         if self.preserved:
-            lines += ["", "Exact details from the summarized messages:"]
+            lines += [*gap, "Exact details from the summarized messages:"]
             lines += [f"- {detail}" for detail in self.preserved]
         return "\n".join(lines)
 

@@ -1720,12 +1720,15 @@ def entry_line(entry: LedgerEntry, root: str = "", *, short: bool = False) -> st
     return f"- {value}"
 
 
-def render_entries(entries: Sequence[LedgerEntry], *, short: Collection[str] = ()) -> str:
+def render_entries(
+    entries: Sequence[LedgerEntry], *, short: Collection[str] = (), titled: bool = True
+) -> str:
     """Render ``entries`` under their kinds' headings, each kind in session order.
 
     The entries whose keys are in ``short`` are shown without their filler
     words (:func:`entry_line`): how a checkpoint too small for the full lines
-    of what it must show shows it all.
+    of what it must show shows it all. With ``titled=False`` the block has no
+    :data:`STATE_HEADING` line (such a checkpoint's brief frame says it).
 
     Examples:
         >>> print(render_entries([LedgerEntry("rule", "r", "Never push to main."),
@@ -1741,7 +1744,7 @@ def render_entries(entries: Sequence[LedgerEntry], *, short: Collection[str] = (
     by_kind: dict[LedgerKind, list[LedgerEntry]] = {}
     for entry in sorted(entries, key=lambda e: e.index):
         by_kind.setdefault(entry.kind, []).append(entry)
-    lines = [STATE_HEADING]
+    lines = [STATE_HEADING] if titled else []
     root = file_root(by_kind.get("file", ()))
     for kind in KINDS:
         if kind in by_kind:
