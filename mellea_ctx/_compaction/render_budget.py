@@ -447,7 +447,7 @@ def choose_block(
     shown, omitted = choose_entries(ledger, max_tokens, count, history_tokens)
     if not any(_tier(entry) <= 1 for entry in omitted):
         return shown, omitted, ()
-    room = max_tokens + max(brief_saving, 0)
+    room = max_tokens + brief_saving
     state, state_omitted = choose_entries(ledger, room, count, 0, short=True)
     if _standing(state_omitted) <= _standing(omitted):
         return shown, omitted, ()
@@ -455,9 +455,12 @@ def choose_block(
     chosen = [by_key[key] for key in state]
     short = _full_where_room(chosen, room, count)
     if not short:  # every line full again, so the frame is full: its room is max_tokens
-        if count(render_entries(chosen)) > max_tokens:
-            return shown, omitted, ()
         room = max_tokens
+        # Within it, lines go short again where they must (the frame then brief again);
+        # chosen with the brief frame's room, short lines fit the room it leaves.
+        short = _full_where_room(chosen, room, count)
+        if not short and count(render_entries(chosen)) > room:
+            return shown, omitted, ()
     start = len(chosen)
     chosen, _ = _estimated(
         ledger, room, count, history_tokens, None, start=chosen, start_short=short

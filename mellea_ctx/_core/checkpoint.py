@@ -95,6 +95,8 @@ class Checkpoint(Component):
         short: The keys of the shown entries whose sentences the content
             shows without their filler words, as the engine does when the full
             lines of what the checkpoint must show do not fit the size asked.
+            When it is not empty, the frame is brief too: the message count
+            on the header's line, no blank lines, no state heading.
 
     Examples:
         >>> cp = Checkpoint("Fixed the parser.", preserved=("src/parse.py",), replaced_count=12)
@@ -131,28 +133,26 @@ class Checkpoint(Component):
         # A record gives no instructions, but the user's standing rules it carries still hold:
         # saying otherwise would tell the model to drop them.
         standing = any(entry.kind in _STANDING for entry in shown)
-        if self.short:
-            # Short of room (its sentences lost their filler words): so does its frame, which
-            # says the same in one line, with no blank lines and no heading over the state.
+        # Short of room (its sentences lost their filler words), its frame is brief too: the
+        # same said in one line, with no blank lines and no heading over the state.
+        brief = bool(self.short)
+        if brief:
             lines = [
                 f"{CHECKPOINT_HEADER} {self.replaced_count} earlier messages. "
-                + (_BRIEF_KEEPS_RULES if standing else _BRIEF_RECORD),
-                self.summary.strip(),
+                + (_BRIEF_KEEPS_RULES if standing else _BRIEF_RECORD)
             ]
-            state = render_entries(shown, short=self.short, titled=False)
-            lines += [state] if state else []
-            gap = []
         else:
             lines = [
                 CHECKPOINT_HEADER,
                 f"This summarizes {self.replaced_count} earlier messages. "
                 + (_KEEPS_RULES if standing else _RECORD),
                 "",
-                self.summary.strip(),
             ]
-            state = render_entries(shown)
-            lines += ["", state] if state else []
-            gap = [""]
+        lines.append(self.summary.strip())
+        gap = [] if brief else [""]
+        state = render_entries(shown, short=self.short, titled=not brief)
+        if state:
+            lines += [*gap, state]
         if self.preserved:
             lines += [*gap, "Exact details from the summarized messages:"]
             lines += [f"- {detail}" for detail in self.preserved]
